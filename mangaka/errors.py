@@ -1,0 +1,61 @@
+"""One error hierarchy for the engine. Every message says what was wrong, with which input, and
+what to do about it; nodes show it in ComfyUI as it is."""
+
+from __future__ import annotations
+
+
+class MangakaError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class ModelFileError(MangakaError):
+    """The model or adapter file is missing, unreadable or not GGUF."""
+
+
+class UnsupportedArchitectureError(MangakaError):
+    """The installed llama.cpp cannot load this model's architecture."""
+
+
+class BackendMissingError(MangakaError):
+    """An optional backend library (llama-cpp-python, llguidance) is not installed."""
+
+
+class ContextOverflowError(MangakaError):
+    """The prompt does not fit in the context window."""
+
+    def __init__(self, message: str, prompt_tokens: int, n_ctx: int) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.n_ctx = n_ctx
+
+
+class SchemaError(MangakaError):
+    """A JSON Schema cannot be compiled to a grammar (nothing falls back to "any JSON")."""
+
+
+class MessageError(MangakaError):
+    """Chat messages are malformed (unknown role, empty conversation, non-text content)."""
+
+
+class LoraError(MangakaError):
+    """A LoRA adapter cannot be attached to this model."""
+
+
+class GenerationError(MangakaError):
+    """Generation produced no usable result (cut off by the token budget, thinking only, …)."""
+
+
+class InvalidOutputError(MangakaError):
+    """The model's output failed validation on every try; ``attempts`` holds each one."""
+
+    def __init__(self, message: str, attempts: list[dict]) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class InputError(MangakaError):
+    """A user input (chapter text, counts, options) is unusable as given."""
+
+
+class Cancelled(MangakaError):
+    """The run was interrupted by the user."""

@@ -1,0 +1,32 @@
+"""Files written whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder.
+
+    Readers never see a half-written file. With ``overwrite=False`` an existing file is never
+    replaced: ``FileExistsError`` is raised instead (the check and the rename are one atomic step).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # fails if path exists
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path

@@ -1,0 +1,91 @@
+"""The one protocol every LLM backend implements, and the values that cross it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, str]
+# on_progress(done, total): tokens generated so far and the token budget.
+ProgressFn = Callable[[int, int], None]
+# cancel(): True when the user asked to stop (ComfyUI's interrupt, Ctrl-C).
+CancelFn = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings. Presets follow the Qwen3.5 model card (see ``PRESETS``)."""
+
+    temperature: float = 0.7
+    top_p: float = 0.8
+    top_k: int = 20
+    min_p: float = 0.0
+    presence_penalty: float = 1.5
+    repeat_penalty: float = 1.0
+    seed: int = 0
+
+    def replace(self, **changes: Any) -> Sampling:
+        return Sampling(**{**asdict(self), **changes})
+
+
+PRESETS: dict[str, Sampling] = {
+    # Qwen3.5 model card, non-thinking general use: the default for structured output.
+    "qwen3.5-instruct": Sampling(0.7, 0.8, 20, 0.0, 1.5, 1.0),
+    # Qwen3.5 model card, thinking general use.
+    "qwen3.5-thinking": Sampling(1.0, 0.95, 20, 0.0, 1.5, 1.0),
+    # Deterministic: greedy decoding, for tests and reproducible drafts.
+    "greedy": Sampling(0.0, 1.0, 1, 0.0, 0.0, 1.0),
+}
+
+
+def sampling_preset(name: str) -> Sampling:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown sampling preset {name!r}; valid: {', '.join(PRESETS)}") from None
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # Prompt tokens actually decoded this call (the rest came from a reused prefix).
+    prompt_tokens_decoded: int = 0
+
+
+@dataclass
+class Completion:
+    text: str
+    reasoning: str = ""
+    finish_reason: str = "stop"  # "stop" | "length"
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """``complete`` is the whole contract; both backends (in-process, OpenAI-compatible) implement it.
+
+    ``schema``: a JSON Schema the output must match (decoding is constrained and thinking is
+    off). ``thinking``: let the model reason first (free text only); the reasoning comes back in
+    ``Completion.reasoning``. ``max_tokens`` bounds the generated tokens, thinking included.
+    """
+
+    name: str
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
+        max_tokens: int = 1024,
+        thinking: bool = False,
+        on_progress: ProgressFn | None = None,
+        cancel: CancelFn | None = None,
+    ) -> Completion: ...
+
+    def count_tokens(self, messages: list[Message], *, thinking: bool = False) -> int: ...
+
+    @property
+    def n_ctx(self) -> int: ...

@@ -1,0 +1,460 @@
+"""The in-process backend: a GGUF model run by llama-cpp-python inside this Python process.
+
+- ``load_model(path, options)`` returns a cached ``LoadedModel`` (keyed by file and options), so a
+  second run does not reload; ``release_models()`` frees them (hooked to ComfyUI's ``/free``).
+- ``LlamaCppLLM(model, lora=…, lora_scale=…)`` is a light handle implementing the ``LLM``
+  protocol; the LoRA is attached to the loaded model after load (mmap kept), its scale applied,
+  or detached, just before each call, so handles with different adapters share one model.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import (
+    Cancelled,
+    ContextOverflowError,
+    GenerationError,
+    LoraError,
+    MangakaError,
+    ModelFileError,
+)
+from .base import CancelFn, Completion, Message, ProgressFn, Sampling, Usage
+from .chat import THINK_OPEN, normalize_messages, split_reasoning
+from .gguf_info import GGUFInfo, read_gguf_info
+from .grammar import schema_to_gbnf
+from .native import check_architecture, import_llama_cpp
+
+log = logging.getLogger(__name__)
+
+DEFAULT_N_CTX = 32768
+# A ChatML template, used only for models whose GGUF carries none (a warning says so).
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to load a model. ``n_ctx`` is capped at the model's trained context length."""
+
+    n_ctx: int = DEFAULT_N_CTX
+    n_gpu_layers: int = 0  # -1: all layers
+    n_threads: int = 0  # 0: every core (llama-cpp-python's own default is half of them)
+    flash_attn: bool = False
+    n_batch: int = 512
+
+    def resolved_threads(self) -> int:
+        return self.n_threads if self.n_threads > 0 else (os.cpu_count() or 1)
+
+
+@dataclass
+class LoadedModel:
+    """A loaded llama.cpp model and context; one generation at a time (``lock``)."""
+
+    path: Path
+    info: GGUFInfo
+    options: LoadOptions
+    llama: Any
+    n_ctx: int
+    load_seconds: float
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    adapters: dict[Path, Any] = field(default_factory=dict)  # adapter file → llama_adapter_lora*
+    active_lora: tuple[Path, float] | None = None
+    _abort_flag: list[bool] = field(default_factory=lambda: [False])
+    _abort_cb: Any = None
+    _formatter: Any = None
+
+    @property
+    def architecture(self) -> str:
+        return self.info.architecture
+
+    def report(self) -> str:
+        return (
+            f"{self.path.name}: {self.architecture}, context {self.n_ctx}"
+            f" (trained {self.info.context_length}), {self.options.resolved_threads()} threads,"
+            f" GPU layers {self.options.n_gpu_layers}, loaded in {self.load_seconds:.2f} s"
+        )
+
+    def close(self) -> None:
+        with self.lock:
+            if self.llama is not None:
+                self.llama.close()
+                self.llama = None
+                self.adapters.clear()  # adapters are freed with their model
+
+
+_CACHE: dict[tuple, LoadedModel] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _cache_key(path: Path, options: LoadOptions) -> tuple:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, options)
+
+
+def load_model(path: str | Path, options: LoadOptions | None = None) -> LoadedModel:
+    """Load (or return the cached) model. Checks the file and its architecture before loading."""
+    options = options or LoadOptions()
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"model file {path} not found")
+    if options.n_ctx <= 0:
+        raise MangakaError(f"context length must be positive, got {options.n_ctx}")
+    key = _cache_key(path, options)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None and cached.llama is not None:
+            return cached
+        info = read_gguf_info(path)
+        if info.file_type == "adapter":
+            raise ModelFileError(f"{path} is a LoRA adapter, not a model; give it as the LoRA input instead")
+        check_architecture(info.architecture, f"model {path.name}")
+        loaded = _load(path, info, options)
+        _CACHE[key] = loaded
+        return loaded
+
+
+def _load(path: Path, info: GGUFInfo, options: LoadOptions) -> LoadedModel:
+    llama_cpp = import_llama_cpp()
+    trained = info.context_length
+    n_ctx = options.n_ctx
+    if trained and n_ctx > trained:
+        log.info("context %d is above %s's trained length %d; using %d", n_ctx, path.name, trained, trained)
+        n_ctx = trained
+    started = time.monotonic()
+    try:
+        llama = llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_batch=min(options.n_batch, n_ctx),
+            n_gpu_layers=options.n_gpu_layers,
+            n_threads=options.resolved_threads(),
+            n_threads_batch=options.resolved_threads(),
+            flash_attn=options.flash_attn,
+            use_mmap=True,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError) as exc:
+        raise ModelFileError(
+            f"llama.cpp could not load {path} ({info.architecture}, {path.stat().st_size / 2**20:.0f} MiB): "
+            f"{exc}. The file may be truncated or need more memory than is free; lower the context "
+            "or GPU layers, or check the download."
+        ) from None
+    loaded = LoadedModel(
+        path=path,
+        info=info,
+        options=options,
+        llama=llama,
+        n_ctx=llama.n_ctx(),
+        load_seconds=time.monotonic() - started,
+    )
+    loaded._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: loaded._abort_flag[0])
+    llama_cpp.llama_set_abort_callback(llama._ctx.ctx, loaded._abort_cb, None)
+    log.info("loaded %s", loaded.report())
+    return loaded
+
+
+def release_models() -> int:
+    """Free every cached model (ComfyUI's ``/free``); returns how many were freed."""
+    with _CACHE_LOCK:
+        models = list(_CACHE.values())
+        _CACHE.clear()
+    for model in models:
+        model.close()
+    return len(models)
+
+
+def cached_models() -> list[LoadedModel]:
+    with _CACHE_LOCK:
+        return list(_CACHE.values())
+
+
+# ---------------------------------------------------------------------------------------- LoRA
+
+
+def _check_adapter(model: LoadedModel, lora: Path) -> None:
+    info = read_gguf_info(lora)
+    if info.file_type != "adapter" or info.metadata.get("adapter.type") != "lora":
+        raise LoraError(
+            f"{lora} is not a LoRA adapter GGUF (general.type={info.file_type!r}); "
+            "convert the adapter with llama.cpp's convert_lora_to_gguf.py"
+        )
+    if info.architecture != model.architecture:
+        raise LoraError(
+            f"LoRA {lora.name} was made for {info.architecture!r} models, but {model.path.name} is "
+            f"{model.architecture!r}; use an adapter trained for this base model"
+        )
+
+
+def apply_lora(model: LoadedModel, lora: Path | None, scale: float = 1.0) -> None:
+    """Attach, rescale or detach the model's LoRA; resets the KV cache when it changes."""
+    llama_cpp = import_llama_cpp()
+    wanted = (lora.resolve(), float(scale)) if lora is not None and scale != 0.0 else None
+    if wanted == model.active_lora:
+        return
+    ctx = model.llama._ctx.ctx
+    if wanted is None:
+        rc = llama_cpp.llama_set_adapters_lora(ctx, None, 0, None)
+    else:
+        path, value = wanted
+        adapter = model.adapters.get(path)
+        if adapter is None:
+            _check_adapter(model, path)
+            adapter = llama_cpp.llama_adapter_lora_init(model.llama.model, str(path).encode())
+            if not adapter:
+                raise LoraError(
+                    f"llama.cpp could not load LoRA {path}: its tensors do not match "
+                    f"{model.path.name} (wrong base model or rank?)"
+                )
+            model.adapters[path] = adapter
+        arr = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)
+        scales = (ctypes.c_float * 1)(value)
+        rc = llama_cpp.llama_set_adapters_lora(ctx, arr, 1, scales)
+    if rc != 0:
+        raise LoraError(f"llama.cpp refused to set the LoRA adapters (code {rc})")
+    model.active_lora = wanted
+    model.llama.reset()  # cached KV was computed with the old weights
+    log.info("LoRA %s", f"{wanted[0].name} at {wanted[1]}" if wanted else "detached")
+
+
+# ---------------------------------------------------------------------------------- generation
+
+
+class LlamaCppLLM:
+    """An ``LLM`` over a cached loaded model, optionally with a LoRA at a strength.
+
+    Cheap to create and to keep in ComfyUI's output cache: it holds the file and options, and
+    loads the model again if ``release_models()`` freed it in between.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        options: LoadOptions | None = None,
+        lora: str | Path | None = None,
+        lora_scale: float = 1.0,
+    ) -> None:
+        self.path = Path(path)
+        self.options = options or LoadOptions()
+        self._model = load_model(self.path, self.options)
+        self.lora = Path(lora) if lora else None
+        self.lora_scale = float(lora_scale)
+        if self.lora is not None:
+            if not self.lora.is_file():
+                raise LoraError(f"LoRA file {self.lora} not found")
+            _check_adapter(self._model, self.lora)
+        self.name = self.path.name + (f" + {self.lora.name}@{self.lora_scale:g}" if self.lora else "")
+
+    @property
+    def model(self) -> LoadedModel:
+        """The loaded model; loaded again (from the cache or the file) after a release."""
+        if self._model.llama is None:
+            self._model = load_model(self.path, self.options)
+        return self._model
+
+    @property
+    def n_ctx(self) -> int:
+        return self.model.n_ctx
+
+    def _formatter(self) -> Any:
+        if self.model._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = self.model.llama
+            template = self.model.info.chat_template
+            if not template:
+                log.warning("%s has no chat template; using ChatML", self.model.path.name)
+                template = CHATML_TEMPLATE
+            vocab = llama._model
+            eos = llama.detokenize([vocab.token_eos()], special=True).decode(errors="replace")
+            bos_id = vocab.token_bos()
+            bos = llama.detokenize([bos_id], special=True).decode(errors="replace") if bos_id >= 0 else ""
+            self.model._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        return self.model._formatter
+
+    def render(self, messages: list[Message], *, thinking: bool = False) -> str:
+        messages = normalize_messages(messages)
+        try:
+            result = self._formatter()(messages=messages, enable_thinking=thinking)
+        except Exception as exc:  # noqa: BLE001 - Jinja raises anything a template does
+            raise GenerationError(f"{self.model.path.name}'s chat template failed: {exc}") from None
+        return result.prompt
+
+    def tokenize_prompt(self, messages: list[Message], *, thinking: bool = False) -> list[int]:
+        prompt = self.render(messages, thinking=thinking)
+        return self.model.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+    def count_tokens(self, messages: list[Message], *, thinking: bool = False) -> int:
+        return len(self.tokenize_prompt(messages, thinking=thinking))
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        sampling: Sampling | None = None,
+        max_tokens: int = 1024,
+        thinking: bool = False,
+        on_progress: ProgressFn | None = None,
+        cancel: CancelFn | None = None,
+    ) -> Completion:
+        sampling = sampling or Sampling()
+        if schema is not None and thinking:
+            log.info("thinking turned off: output is constrained to a schema")
+            thinking = False
+        grammar = None
+        if schema is not None:
+            from llama_cpp import LlamaGrammar
+
+            grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
+        model = self.model
+        with model.lock:
+            if model.llama is None:
+                raise GenerationError(f"{model.path.name} was released; load it again")
+            apply_lora(model, self.lora, self.lora_scale)
+            tokens = self.tokenize_prompt(messages, thinking=thinking)
+            n_prompt, n_ctx = len(tokens), model.n_ctx
+            if n_prompt >= n_ctx:
+                raise ContextOverflowError(
+                    f"the prompt is {n_prompt} tokens but the context window is {n_ctx} tokens; "
+                    "shorten the chapter (split it), or load the model with a larger context",
+                    n_prompt,
+                    n_ctx,
+                )
+            budget = min(max_tokens, n_ctx - n_prompt)
+            if budget < max_tokens:
+                log.info("token budget %d cut to %d: the context has room for no more", max_tokens, budget)
+            reused = _common_prefix(model.llama, tokens)
+            text, finish, n_out = self._run(tokens, grammar, sampling, budget, on_progress, cancel)
+        usage = Usage(
+            prompt_tokens=n_prompt, completion_tokens=n_out, prompt_tokens_decoded=n_prompt - reused
+        )
+        if thinking:
+            reasoning, answer, closed = split_reasoning(text, prefilled_open=self._prefilled_think(tokens))
+            if not closed:
+                raise GenerationError(
+                    f"thinking used the whole budget of {budget} tokens and no answer came; raise "
+                    "max_tokens, or turn thinking off",
+                )
+            return Completion(answer, reasoning, finish, usage)
+        reasoning, answer, _closed = split_reasoning(text)
+        return Completion(answer, reasoning, finish, usage)
+
+    def _prefilled_think(self, tokens: list[int]) -> bool:
+        tail = self.model.llama.detokenize(tokens[-8:], special=True).decode(errors="replace")
+        return tail.rstrip().endswith(THINK_OPEN)
+
+    def _run(
+        self,
+        tokens: list[int],
+        grammar: Any,
+        s: Sampling,
+        budget: int,
+        on_progress: ProgressFn | None,
+        cancel: CancelFn | None,
+    ) -> tuple[str, str, int]:
+        model = self.model
+        llama = model.llama
+        flag = model._abort_flag
+        stop_watch = _CancelWatch(cancel, flag)
+        pieces: list[str] = []
+        finish = "length"
+        n_out = 0
+        try:
+            with stop_watch:
+                stream: Iterator[dict] = llama.create_completion(
+                    prompt=tokens,
+                    max_tokens=budget,
+                    temperature=s.temperature,
+                    top_p=s.top_p,
+                    top_k=s.top_k,
+                    min_p=s.min_p,
+                    presence_penalty=s.presence_penalty,
+                    repeat_penalty=s.repeat_penalty,
+                    seed=s.seed,
+                    grammar=grammar,
+                    stream=True,
+                )
+                for chunk in stream:
+                    choice = chunk["choices"][0]
+                    pieces.append(choice["text"])
+                    n_out += 1
+                    if on_progress is not None:
+                        on_progress(n_out, budget)
+                    if choice.get("finish_reason"):
+                        finish = choice["finish_reason"]
+                    if stop_watch.poll():
+                        break
+        except RuntimeError as exc:
+            if stop_watch.cancelled():
+                llama.reset()
+                raise Cancelled("generation interrupted") from None
+            raise GenerationError(f"llama.cpp failed while generating: {exc}") from None
+        if stop_watch.cancelled():
+            llama.reset()
+            raise Cancelled("generation interrupted")
+        return "".join(pieces), finish, n_out
+
+
+def _common_prefix(llama: Any, tokens: list[int]) -> int:
+    n = 0
+    for a, b in zip(llama._input_ids[: llama.n_tokens], tokens, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+class _CancelWatch:
+    """Polls ``cancel`` on a thread and raises llama.cpp's abort flag, so a long prompt
+    evaluation inside ``llama_decode`` stops too, not only the loop between tokens."""
+
+    def __init__(self, cancel: CancelFn | None, flag: list[bool]) -> None:
+        self.cancel = cancel
+        self.flag = flag
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._was_cancelled = False
+
+    def __enter__(self) -> _CancelWatch:
+        self.flag[0] = False
+        if self.cancel is not None:
+            self._thread = threading.Thread(target=self._poll, name="mangaka-cancel", daemon=True)
+            self._thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.05):
+            try:
+                if self.cancel():
+                    self.flag[0] = True
+                    return
+            except Exception:  # noqa: BLE001 - a raising cancel check counts as a cancel
+                self.flag[0] = True
+                return
+
+    def cancelled(self) -> bool:
+        return self._was_cancelled or self.flag[0]
+
+    def poll(self) -> bool:
+        """Ask ``cancel`` now (between tokens), not only on the watcher's next tick."""
+        if not self.flag[0] and self.cancel is not None and self.cancel():
+            self.flag[0] = True
+        return self.flag[0]
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._was_cancelled = self.flag[0]
+        self.flag[0] = False  # later decodes must not abort

@@ -1,0 +1,37 @@
+"""The Screenwriter: pydantic models of a screenplay, its JSON Schema, validation and generation."""
+
+from .example import example_screenplay
+from .generate import ScreenplayResult, assemble_screenplay, check_inputs, write_screenplay
+from .models import ANGLES, EMOTIONS, LANGUAGES, NARRATOR, SHOTS, Character, Line, Panel, Screenplay
+from .schema import (
+    cast_call_schema,
+    screenplay_json_schema,
+    screenplay_schema_text,
+    script_call_schema,
+    write_schemas,
+)
+from .validate import load_screenplay, validate_screenplay
+
+__all__ = [
+    "ANGLES",
+    "EMOTIONS",
+    "LANGUAGES",
+    "NARRATOR",
+    "SHOTS",
+    "Character",
+    "Line",
+    "Panel",
+    "Screenplay",
+    "ScreenplayResult",
+    "assemble_screenplay",
+    "cast_call_schema",
+    "check_inputs",
+    "example_screenplay",
+    "load_screenplay",
+    "screenplay_json_schema",
+    "screenplay_schema_text",
+    "script_call_schema",
+    "validate_screenplay",
+    "write_schemas",
+    "write_screenplay",
+]

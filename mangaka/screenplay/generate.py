@@ -1,0 +1,338 @@
+"""The Screenwriter: chapter text → a schema-valid ``Screenplay``, in two constrained LLM calls.
+
+1. The cast call lists the characters (ids, names, canonical appearance).
+2. The script call writes exactly N dialogue lines and exactly M panels, under a schema built from
+   the cast, so speakers, panel characters and each line's panel are enums: the grammar alone
+   guarantees the structure and every reference, even for a random-weight model.
+
+We then assemble the stored screenplay: lines are numbered ``d1..dN`` in reading order (by panel,
+then in the order written), panels ``p1..pM``, and each panel's ``dialogue`` lists its lines.
+
+Both calls share one prefix (system prompt, then the chapter) and differ only in the task that
+follows the chapter, so a backend that reuses the prompt prefix decodes the chapter once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import InputError, InvalidOutputError
+from ..llm.base import LLM, CancelFn, Message, ProgressFn, Sampling, Usage
+from ..llm.budget import json_token_budget
+from ..prompts import prompt
+from ..structured import Attempt, generate_json, json_path
+from .models import (
+    ANGLES,
+    EMOTIONS,
+    LANGUAGES,
+    MAX_ACTION,
+    MAX_APPEARANCE,
+    MAX_CHARACTERS,
+    MAX_DIALOGUE,
+    MAX_LINE,
+    MAX_NAME,
+    MAX_PANELS,
+    MAX_TITLE,
+    NARRATOR,
+    SCREENPLAY_VERSION,
+    SHOTS,
+    Character,
+    Line,
+    Panel,
+    Screenplay,
+)
+from .schema import cast_call_schema, panel_ids, script_call_schema
+from .validate import cast_problems, validate_screenplay
+
+logger = logging.getLogger(__name__)
+
+MAX_STYLE = 200
+MAX_ATTEMPTS = 10
+# Prompt files exist in these languages; a Japanese screenplay uses the English prompts.
+PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "en"}
+LANGUAGE_NAMES = {
+    "en": {"en": "English", "zh": "Simplified Chinese", "ja": "Japanese"},
+    "zh": {"en": "英文", "zh": "简体中文", "ja": "日文"},
+}
+
+
+@dataclass
+class ScreenplayResult:
+    screenplay: Screenplay
+    attempts: list[Attempt] = field(default_factory=list)  # every try of both calls, in order
+    usage: Usage = field(default_factory=Usage)  # summed over every try
+
+
+def _check_count(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"{name} must be from {low} to {high}, got {value}")
+    return value
+
+
+def _check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
+    if not 1 <= len(cast) <= MAX_CHARACTERS:
+        raise InputError(f"cast: give from 1 to {MAX_CHARACTERS} characters, got {len(cast)}")
+    characters = []
+    for i, c in enumerate(cast):
+        try:
+            characters.append(c if isinstance(c, Character) else Character.model_validate(c))
+        except ValidationError as e:
+            raise InputError(f"cast[{i}] is not a valid character: {e}") from None
+    problems = cast_problems([c.model_dump() for c in characters], "cast")
+    if problems:
+        raise InputError("cast: " + "; ".join(problems))
+    return characters
+
+
+def check_inputs(
+    chapter: Any,
+    *,
+    language: str,
+    panels: int,
+    dialogue: int,
+    max_characters: int,
+    style: str,
+    max_attempts: int,
+) -> None:
+    """Raise ``InputError`` naming the first unusable input and its allowed values."""
+    if not isinstance(chapter, str):
+        raise InputError(f"chapter must be text, got {type(chapter).__name__}")
+    if not chapter.strip():
+        raise InputError("chapter is empty: give the text of one chapter")
+    if language not in LANGUAGES:
+        raise InputError(f"language {language!r} is not supported; choose one of: {', '.join(LANGUAGES)}")
+    _check_count("panels", panels, 1, MAX_PANELS)
+    _check_count("dialogue", dialogue, 0, MAX_DIALOGUE)
+    _check_count("max_characters", max_characters, 1, MAX_CHARACTERS)
+    _check_count("max_attempts", max_attempts, 1, MAX_ATTEMPTS)
+    if not isinstance(style, str) or not style.strip():
+        raise InputError("style is empty: name a style, e.g. 'manga' or 'shoujo manga, soft screentones'")
+    if len(style) > MAX_STYLE:
+        raise InputError(f"style is {len(style)} characters long; at most {MAX_STYLE}")
+
+
+def script_problems(script: dict[str, Any], cast_ids: list[str], panels: int) -> list[str]:
+    """Semantic problems of a schema-valid script reply (paths as in the reply)."""
+    problems = []
+    ids = panel_ids(panels)
+    speakers = [*cast_ids, NARRATOR]
+    for i, d in enumerate(script["dialogue"]):
+        if d["speaker"] not in speakers:
+            problems.append(f"dialogue[{i}].speaker: {d['speaker']!r} is not one of {', '.join(speakers)}")
+        if d["panel"] not in ids:
+            problems.append(f"dialogue[{i}].panel: {d['panel']!r} is not one of {', '.join(ids)}")
+        if not d["line"].strip():
+            problems.append(f"dialogue[{i}].line: is blank")
+    for j, p in enumerate(script["panels"]):
+        if p["id"] != ids[j]:
+            problems.append(f"panels[{j}].id: must be {ids[j]!r}, got {p['id']!r}")
+        for k, cid in enumerate(p["characters"]):
+            if cid not in cast_ids:
+                problems.append(f"panels[{j}].characters[{k}]: {cid!r} is not one of {', '.join(cast_ids)}")
+    return problems
+
+
+def assemble_screenplay(script: dict[str, Any], cast: list[Character], language: str) -> Screenplay:
+    """The stored screenplay from a valid script reply: ids ``d1..dN`` in reading order, ``p1..pM``.
+
+    Lines are ordered by the panel that carries them, then as written (a no-op when the model
+    placed them in order); a character listed twice in one panel is listed once.
+    """
+    panel_index = {p["id"]: j for j, p in enumerate(script["panels"])}
+    order = sorted(
+        range(len(script["dialogue"])), key=lambda i: (panel_index[script["dialogue"][i]["panel"]], i)
+    )
+    if order != sorted(order):
+        logger.info("screenplay: dialogue lines reordered to follow the panels they were placed in")
+    lines: list[Line] = []
+    by_panel: dict[str, list[str]] = {p["id"]: [] for p in script["panels"]}
+    for n, i in enumerate(order, 1):
+        d = script["dialogue"][i]
+        lines.append(Line(id=f"d{n}", speaker=d["speaker"], line=d["line"], emotion=d["emotion"]))
+        by_panel[d["panel"]].append(f"d{n}")
+    panels = [
+        Panel(
+            id=p["id"],
+            shot=p["shot"],
+            angle=p["angle"],
+            action=p["action"],
+            characters=list(dict.fromkeys(p["characters"])),
+            expression=p["expression"],
+            background=p["background"],
+            lighting=p["lighting"],
+            props=p["props"],
+            dialogue=by_panel[p["id"]],
+        )
+        for p in script["panels"]
+    ]
+    return Screenplay(
+        version=SCREENPLAY_VERSION,
+        title=script["title"],
+        language=language,
+        characters=cast,
+        dialogue=lines,
+        panels=panels,
+    )
+
+
+def _cast_listing(cast: list[Character]) -> str:
+    return "\n".join(f"- {c.id}: {c.name} — {c.appearance}" for c in cast)
+
+
+def _add_usage(total: Usage, attempts: list[Attempt]) -> None:
+    for a in attempts:
+        total.prompt_tokens += a.usage.prompt_tokens
+        total.completion_tokens += a.usage.completion_tokens
+        total.prompt_tokens_decoded += a.usage.prompt_tokens_decoded
+
+
+def _progress(on_progress: ProgressFn | None, offset: int, total: int) -> ProgressFn | None:
+    if on_progress is None:
+        return None
+    return lambda done, _limit: on_progress(min(offset + done, total), total)
+
+
+def write_screenplay(
+    llm: LLM,
+    chapter: str,
+    *,
+    language: str = "en",
+    panels: int = 6,
+    dialogue: int = 8,
+    max_characters: int = 8,
+    style: str = "manga",
+    cast: Sequence[Character | dict[str, Any]] | None = None,
+    sampling: Sampling | None = None,
+    max_attempts: int = 3,
+    on_progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> ScreenplayResult:
+    """Write a screenplay of ``chapter`` with ``panels`` panels carrying ``dialogue`` lines.
+
+    ``cast``: a known cast (a character bible) to use instead of the cast call. ``on_progress(done,
+    total)`` counts generated tokens over both calls against their worst-case budgets. The chapter
+    is never cut: a backend raises ``ContextOverflowError`` when it does not fit. Raises
+    ``InputError`` for unusable inputs, ``InvalidOutputError`` (every attempt attached) when a call
+    stays invalid after ``max_attempts`` tries, ``Cancelled`` when ``cancel()`` turns true.
+    """
+    check_inputs(
+        chapter,
+        language=language,
+        panels=panels,
+        dialogue=dialogue,
+        max_characters=max_characters,
+        style=style,
+        max_attempts=max_attempts,
+    )
+    known_cast = _check_cast(cast) if cast is not None else None
+    plang = PROMPT_LANGUAGE[language]
+    system = prompt(
+        "screenwriter/system", plang, style=style.strip(), language_name=LANGUAGE_NAMES[plang][language]
+    )
+    chapter_block = prompt("screenwriter/chapter", plang, chapter=chapter.strip())
+
+    def messages(task: str) -> list[Message]:
+        return [
+            {"role": "system", "content": system},
+            {"role": "user", "content": f"{chapter_block}\n\n{task}"},
+        ]
+
+    attempts: list[Attempt] = []
+    usage = Usage()
+    cast_schema = cast_call_schema(max_characters)
+    cast_budget = 0 if known_cast else json_token_budget(cast_schema)
+    # Until the cast is known, size the script's budget for the longest possible ids.
+    script_estimate = json_token_budget(
+        script_call_schema([f"c{i}".ljust(32, "x") for i in range(max_characters)], panels, dialogue)
+    )
+
+    if known_cast is None:
+        task = prompt(
+            "screenwriter/cast",
+            plang,
+            max_characters=max_characters,
+            max_name=MAX_NAME,
+            max_appearance=MAX_APPEARANCE,
+        )
+        data, tries = generate_json(
+            llm,
+            messages(task),
+            cast_schema,
+            validate=lambda d: cast_problems(d["characters"]),
+            max_attempts=max_attempts,
+            max_tokens=cast_budget,
+            sampling=sampling,
+            on_progress=_progress(on_progress, 0, cast_budget + script_estimate),
+            cancel=cancel,
+            language=plang,
+            call="screenplay cast",
+        )
+        attempts += tries
+        characters = [Character.model_validate(c) for c in data["characters"]]
+    else:
+        characters = known_cast
+
+    cast_ids = [c.id for c in characters]
+    script_schema = script_call_schema(cast_ids, panels, dialogue)
+    script_budget = json_token_budget(script_schema)
+    task = prompt(
+        "screenwriter/script",
+        plang,
+        cast=_cast_listing(characters),
+        dialogue=dialogue,
+        panels=panels,
+        panel_ids=", ".join(panel_ids(panels)),
+        emotions=", ".join(EMOTIONS),
+        shots=", ".join(SHOTS),
+        angles=", ".join(ANGLES),
+        max_title=MAX_TITLE,
+        max_line=MAX_LINE,
+        max_action=MAX_ACTION,
+    )
+
+    def check_script(script: dict[str, Any]) -> list[str]:
+        problems = script_problems(script, cast_ids, panels)
+        if problems:
+            return problems
+        try:
+            assembled = assemble_screenplay(script, characters, language)
+        except ValidationError as e:  # cannot happen while the call schema matches the models
+            return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
+        return validate_screenplay(assembled.model_dump(mode="json"))
+
+    try:
+        script, tries = generate_json(
+            llm,
+            messages(task),
+            script_schema,
+            validate=check_script,
+            max_attempts=max_attempts,
+            max_tokens=script_budget,
+            sampling=sampling,
+            on_progress=_progress(on_progress, cast_budget, cast_budget + script_budget),
+            cancel=cancel,
+            language=plang,
+            call="screenplay script",
+        )
+    except InvalidOutputError as e:
+        e.attempts[:0] = [a.as_dict() for a in attempts]  # the cast call's tries come first
+        raise
+    attempts += tries
+    _add_usage(usage, attempts)
+    screenplay = assemble_screenplay(script, characters, language)
+    logger.info(
+        "screenplay: %d characters, %d lines, %d panels in %d tries (%d tokens generated)",
+        len(characters),
+        len(screenplay.dialogue),
+        len(screenplay.panels),
+        len(attempts),
+        usage.completion_tokens,
+    )
+    return ScreenplayResult(screenplay, attempts, usage)

@@ -1,0 +1,145 @@
+"""The stored screenplay contract: pydantic models, and the bounds that keep it finite.
+
+Every string and every list is bounded, so the JSON Schema exported from these models has a
+``maxLength`` or ``maxItems`` everywhere, and a grammar-constrained decode of it always ends within
+a token budget computed from the schema (``mangaka.llm.budget``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+SCREENPLAY_VERSION = 1
+
+# Bounds (characters for strings, items for lists). Chosen for a manga chapter: a balloon holds
+# about 120 characters; a panel description is a sentence or two; a page-turning chapter has
+# at most two dozen panels per call.
+MAX_ID = 32
+MAX_TITLE = 80
+MAX_NAME = 40
+MAX_APPEARANCE = 240
+MAX_LINE = 120
+MAX_ACTION = 240
+MAX_EXPRESSION = 120
+MAX_BACKGROUND = 160
+MAX_LIGHTING = 80
+MAX_PROP = 32
+MAX_PROPS = 4
+MAX_CHARACTERS = 16
+MAX_PANELS = 24
+MAX_DIALOGUE = 48
+
+NARRATOR = "narrator"
+ID_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+
+Language = Literal["zh", "en", "ja"]
+Emotion = Literal[
+    "neutral",
+    "happy",
+    "excited",
+    "sad",
+    "crying",
+    "angry",
+    "surprised",
+    "afraid",
+    "worried",
+    "shy",
+    "embarrassed",
+    "determined",
+    "smug",
+    "confused",
+    "serious",
+    "tired",
+    "pained",
+    "whisper",
+    "shout",
+    "thinking",
+    "narration",
+]
+Shot = Literal[
+    "establishing",
+    "wide",
+    "full",
+    "medium",
+    "medium_close_up",
+    "close_up",
+    "extreme_close_up",
+    "over_the_shoulder",
+    "pov",
+    "insert",
+]
+Angle = Literal["eye_level", "high", "low", "birds_eye", "worms_eye", "dutch"]
+
+LANGUAGES: tuple[str, ...] = get_args(Language)
+EMOTIONS: tuple[str, ...] = get_args(Emotion)
+SHOTS: tuple[str, ...] = get_args(Shot)
+ANGLES: tuple[str, ...] = get_args(Angle)
+
+
+def _text(max_length: int, min_length: int = 1) -> StringConstraints:
+    return StringConstraints(min_length=min_length, max_length=max_length)
+
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID, pattern=ID_PATTERN)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Character(_Strict):
+    """A member of the cast. ``appearance`` is the canonical look reused for every image prompt."""
+
+    id: Id = Field(description="Stable lowercase id, e.g. 'akira'; never 'narrator'.")
+    name: Annotated[str, _text(MAX_NAME)] = Field(description="Name as written in the story.")
+    appearance: Annotated[str, _text(MAX_APPEARANCE)] = Field(
+        description="Canonical look: hair, eyes, build, clothing (for image prompts)."
+    )
+
+
+class Line(_Strict):
+    """One line of dialogue or narration, lettered into a balloon or caption box."""
+
+    id: Id = Field(description="'d1', 'd2', … in reading order.")
+    speaker: Id = Field(description="A character id, or 'narrator' for a caption box.")
+    line: Annotated[str, _text(MAX_LINE)] = Field(description="The words, in the screenplay's language.")
+    emotion: Emotion = Field(description="How it is said; also picks the balloon style.")
+
+
+class Panel(_Strict):
+    """One manga panel: what the camera sees and which lines it carries."""
+
+    id: Id = Field(description="'p1', 'p2', … in reading order.")
+    shot: Shot
+    angle: Angle
+    action: Annotated[str, _text(MAX_ACTION)] = Field(description="What happens, as it would be drawn.")
+    characters: list[Id] = Field(max_length=MAX_CHARACTERS, description="Ids of the characters shown.")
+    expression: Annotated[str, _text(MAX_EXPRESSION, 0)] = Field(
+        description="Facial expressions and body language ('' when nobody is shown)."
+    )
+    background: Annotated[str, _text(MAX_BACKGROUND)] = Field(description="Setting and scenery.")
+    lighting: Annotated[str, _text(MAX_LIGHTING, 0)] = Field(description="Light, time of day, mood.")
+    props: list[Annotated[str, _text(MAX_PROP)]] = Field(max_length=MAX_PROPS)
+    dialogue: list[Id] = Field(
+        max_length=MAX_DIALOGUE, description="Ids of the lines in this panel, in order."
+    )
+
+
+class Screenplay(_Strict):
+    """A chapter as a manga screenplay: the cast, the dialogue, and the panels that carry it."""
+
+    version: Literal[1] = Field(description="Contract version of this format.")
+    title: Annotated[str, _text(MAX_TITLE)]
+    language: Language = Field(description="Language of names, lines and descriptions.")
+    characters: list[Character] = Field(min_length=1, max_length=MAX_CHARACTERS)
+    dialogue: list[Line] = Field(max_length=MAX_DIALOGUE)
+    panels: list[Panel] = Field(min_length=1, max_length=MAX_PANELS)
+
+    def character(self, character_id: str) -> Character | None:
+        return next((c for c in self.characters if c.id == character_id), None)
+
+    def lines_of(self, panel: Panel) -> list[Line]:
+        by_id = {line.id: line for line in self.dialogue}
+        return [by_id[i] for i in panel.dialogue if i in by_id]

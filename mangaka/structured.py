@@ -1,0 +1,215 @@
+"""Structured output: constrain → parse → validate → retry with the problems fed back.
+
+``generate_json`` is the loop every schema-shaped call goes through (the Screenwriter's two calls,
+the Structured Output node with a user's schema). Each try decodes under the schema (thinking off),
+parses the JSON, validates it with jsonschema (Draft 2020-12) and then with the caller's semantic
+check. A failed try is shown back to the model (its reply, then the problems, each with the JSON
+path it concerns) and the model tries again; a reply cut off by the token limit is never returned.
+After the last try, ``InvalidOutputError`` carries every attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError as _JsonSchemaError
+
+from .errors import Cancelled, ContextOverflowError, InvalidOutputError, SchemaError
+from .llm.base import LLM, CancelFn, Message, ProgressFn, Sampling, Usage
+from .llm.budget import json_token_budget
+from .prompts import prompt
+
+logger = logging.getLogger(__name__)
+
+# Problems fed back to the model per try (the rest are counted, not listed).
+MAX_FEEDBACK_PROBLEMS = 20
+# Characters kept of one problem message (jsonschema quotes whole values).
+MAX_PROBLEM_CHARS = 240
+
+Validate = Callable[[Any], list[str]]
+
+
+@dataclass
+class Attempt:
+    """One try: the raw reply, what was wrong with it (empty when it was accepted), why it ended."""
+
+    text: str
+    problems: list[str]
+    finish_reason: str
+    usage: Usage = field(default_factory=Usage)
+    call: str = "output"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def json_path(parts: Iterable[str | int]) -> str:
+    """``["characters", 2, "id"]`` → ``characters[2].id``; the root is ``(top level)``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _clip(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check_schema(schema: dict[str, Any]) -> Draft202012Validator:
+    """A validator for ``schema``; raises ``SchemaError`` when the schema itself is invalid."""
+    if not isinstance(schema, dict):
+        raise SchemaError(f"a JSON Schema must be a JSON object, not {type(schema).__name__}")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except _JsonSchemaError as e:
+        raise SchemaError(
+            f"invalid JSON Schema at {json_path(e.absolute_path)}: {_clip(e.message)}"
+        ) from None
+    return Draft202012Validator(schema)
+
+
+def schema_problems(data: Any, schema: dict[str, Any] | Draft202012Validator) -> list[str]:
+    """Every way ``data`` breaks ``schema``, as ``"<json path>: <message>"``, in document order."""
+    validator = schema if isinstance(schema, Draft202012Validator) else check_schema(schema)
+    errors = sorted(
+        validator.iter_errors(data),
+        key=lambda e: ([(0, p, "") if isinstance(p, int) else (1, 0, p) for p in e.absolute_path], e.message),
+    )
+    return [f"{json_path(e.absolute_path)}: {_clip(e.message)}" for e in errors]
+
+
+def parse_json(text: str) -> tuple[Any, list[str]]:
+    """``(data, [])`` or ``(None, [problem])`` for a reply that is not one JSON value."""
+    if not text.strip():
+        return None, ["the reply is empty; it must be one JSON object"]
+    try:
+        return json.loads(text), []
+    except json.JSONDecodeError as e:
+        return None, [f"the reply is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"]
+
+
+def _summary(attempts: list[Attempt]) -> str:
+    parts = []
+    for i, a in enumerate(attempts, 1):
+        shown = "; ".join(a.problems[:3])
+        more = f" (and {len(a.problems) - 3} more)" if len(a.problems) > 3 else ""
+        parts.append(f"try {i}: {shown}{more}")
+    return " | ".join(parts)
+
+
+def _feedback(problems: list[str], language: str) -> str:
+    listed = problems[:MAX_FEEDBACK_PROBLEMS]
+    lines = "\n".join(f"- {p}" for p in listed)
+    if len(problems) > len(listed):
+        lines += f"\n- … and {len(problems) - len(listed)} more"
+    return prompt("structured/invalid", language, problems=lines)
+
+
+def generate_json(
+    llm: LLM,
+    messages: list[Message],
+    schema: dict[str, Any],
+    *,
+    validate: Validate | None = None,
+    max_attempts: int = 3,
+    max_tokens: int | None = None,
+    sampling: Sampling | None = None,
+    on_progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+    language: str = "en",
+    call: str = "output",
+) -> tuple[Any, list[Attempt]]:
+    """Generate JSON matching ``schema``; returns ``(data, attempts)``, the last attempt the accepted one.
+
+    ``validate(data) -> problems`` runs after the schema check passes (semantic rules: unique ids,
+    existing references…). ``max_tokens`` defaults to the schema's worst-case token budget, which
+    raises ``SchemaError`` for an unbounded schema: bound it, or pass ``max_tokens``. ``language``
+    picks the language of the feedback messages; ``call`` names this call in attempts, logs and
+    errors. Raises ``InvalidOutputError`` (with every attempt) when no try is valid, ``Cancelled``
+    when ``cancel()`` turns true between tries; backend errors (context overflow…) propagate.
+    """
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    validator = check_schema(schema)
+    if max_tokens is None:
+        max_tokens = json_token_budget(schema)
+    conversation = list(messages)
+    note: str | None = None  # the cut-off note for the next try, added to its last user message
+    attempts: list[Attempt] = []
+    for number in range(1, max_attempts + 1):
+        if cancel is not None and cancel():
+            raise Cancelled(f"{call}: generation was interrupted before try {number}")
+        sent = _with_note(conversation, note)
+        try:
+            completion = llm.complete(
+                sent,
+                schema=schema,
+                sampling=sampling,
+                max_tokens=max_tokens,
+                thinking=False,
+                on_progress=on_progress,
+                cancel=cancel,
+            )
+        except ContextOverflowError as e:
+            if not attempts:
+                raise  # the request itself does not fit: the caller's message says so
+            raise InvalidOutputError(
+                f"{call}: try {number} of {max_attempts} no longer fits in the context ({e}). "
+                f"{_summary(attempts)}. Use a larger context or a stronger model.",
+                [a.as_dict() for a in attempts],
+            ) from e
+        text = completion.text
+        if completion.finish_reason == "length":
+            tokens = completion.usage.completion_tokens or max_tokens
+            problems = [f"the reply was cut off at {tokens} tokens, before the JSON was complete"]
+            attempts.append(Attempt(text, problems, "length", completion.usage, call))
+            logger.warning("%s: try %d of %d cut off at %d tokens", call, number, max_attempts, tokens)
+            # The cut reply is not echoed back: it would only eat the context that just ran out.
+            note = prompt("structured/cut_off", language, tokens=tokens)
+            continue
+        data, problems = parse_json(text)
+        if not problems:
+            problems = schema_problems(data, validator)
+        if not problems and validate is not None:
+            problems = validate(data)
+        attempts.append(Attempt(text, problems, completion.finish_reason, completion.usage, call))
+        if not problems:
+            logger.info("%s: valid on try %d of %d", call, number, max_attempts)
+            return data, attempts
+        logger.warning(
+            "%s: try %d of %d invalid (%d problems): %s",
+            call,
+            number,
+            max_attempts,
+            len(problems),
+            problems[0],
+        )
+        conversation = [
+            *sent,
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": _feedback(problems, language)},
+        ]
+        note = None
+    raise InvalidOutputError(
+        f"{call}: the model's output was invalid on all {max_attempts} tries. {_summary(attempts)}. "
+        "Try a stronger model, the 'greedy' sampling preset, or a smaller request.",
+        [a.as_dict() for a in attempts],
+    )
+
+
+def _with_note(conversation: list[Message], note: str | None) -> list[Message]:
+    """``conversation`` with ``note`` added to its last user message (or as a new one)."""
+    if note is None:
+        return conversation
+    if conversation and conversation[-1].get("role") == "user":
+        last = conversation[-1]
+        return [*conversation[:-1], {**last, "content": f"{last['content']}\n\n{note}"}]
+    return [*conversation, {"role": "user", "content": note}]

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Build and install a pinned llama-cpp-python for this machine, with a wheel cache.
+
+    python native/install.py                      # auto: cuda if a GPU toolkit is found, else cpu
+    python native/install.py --target cuda --cuda-arch 90
+    python native/install.py --target loongarch   # on loongarch64 (LSX + LASX)
+    python native/install.py --python /path/to/venv/bin/python
+
+The wheel is cached under ``$MANGAKA_CACHE`` (default ``~/.cache/mangaka``) in a folder keyed by
+the llama-cpp-python version, the target, the CMake flags, the Python tag and the platform, so a
+second install on the same machine takes seconds. After installing, the script imports the
+library in the target interpreter, prints its system-info line and fails loudly when the build
+does not show the features the target asked for.
+
+Standard library only: this runs before any virtual environment has packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+log = logging.getLogger("mangaka.native")
+
+PINNED_VERSION = "0.3.36"
+TARGETS = ("cpu", "cuda", "loongarch", "metal")
+
+# Flags per target. "cpu" is portable: no -march=native, but AVX/AVX2/FMA/F16C on (ggml turns
+# them on when GGML_NATIVE is OFF on x86-64), so the wheel runs on any x86-64 with AVX2.
+CMAKE_FLAGS: dict[str, list[str]] = {
+    "cpu": ["-DGGML_NATIVE=OFF"],
+    "cuda": ["-DGGML_NATIVE=OFF", "-DGGML_CUDA=ON"],
+    "loongarch": ["-DGGML_NATIVE=OFF", "-DGGML_LSX=ON", "-DGGML_LASX=ON"],
+    "metal": ["-DGGML_METAL=ON"],
+}
+# What the library's system-info line must show after install, per target.
+EXPECTED_FEATURES: dict[str, dict[str, list[str]]] = {
+    "cpu": {"x86_64": ["AVX2 = 1"], "aarch64": ["NEON = 1"], "arm64": ["NEON = 1"]},
+    "cuda": {},
+    "loongarch": {"loongarch64": ["LSX = 1", "LASX = 1"]},
+    "metal": {},
+}
+GPU_TARGETS = ("cuda", "metal")
+
+
+class InstallError(RuntimeError):
+    """A build or check failed; the message says what and what to do."""
+
+
+def detect_target() -> str:
+    machine = platform.machine().lower()
+    if machine == "loongarch64":
+        return "loongarch"
+    if sys.platform == "darwin" and machine == "arm64":
+        return "metal"
+    if shutil.which("nvcc") and shutil.which("nvidia-smi"):
+        return "cuda"
+    return "cpu"
+
+
+def detect_cuda_arch() -> str | None:
+    """Compute capability of the first GPU, e.g. '90' for an H100/H200, or None."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    caps = sorted({line.strip().replace(".", "") for line in out.splitlines() if line.strip()})
+    return ";".join(caps) or None
+
+
+def cmake_flags(target: str, cuda_arch: str | None) -> list[str]:
+    flags = list(CMAKE_FLAGS[target])
+    if target == "cuda":
+        arch = cuda_arch or detect_cuda_arch()
+        if arch:
+            flags.append(f"-DCMAKE_CUDA_ARCHITECTURES={arch}")
+    return flags
+
+
+def python_tag(python: str) -> str:
+    code = (
+        "import sys, sysconfig; "
+        "print(f'cp{sys.version_info[0]}{sys.version_info[1]}-' + sysconfig.get_platform())"
+    )
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def cache_dir(root: Path, version: str, target: str, flags: list[str], pytag: str) -> Path:
+    key = json.dumps({"v": version, "t": target, "f": sorted(flags), "py": pytag}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return root / "wheels" / f"llama_cpp_python-{version}" / f"{target}-{pytag}-{digest}"
+
+
+def build_wheel(python: str, version: str, flags: list[str], dest: Path) -> Path:
+    """Compile llama-cpp-python from the PyPI sdist; move the wheel into ``dest`` atomically."""
+    env = dict(os.environ)
+    env["CMAKE_ARGS"] = " ".join(flags)
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mangaka-wheel-", dir=dest.parent) as tmp:
+        cmd = [
+            python,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-binary",
+            "llama-cpp-python",
+            f"llama-cpp-python=={version}",
+            "-w",
+            tmp,
+        ]
+        log.info(
+            "building llama-cpp-python %s with CMAKE_ARGS=%r (several minutes on a CPU)",
+            version,
+            env["CMAKE_ARGS"],
+        )
+        started = time.monotonic()
+        proc = subprocess.run(cmd, env=env)
+        if proc.returncode != 0:
+            raise InstallError(
+                f"building llama-cpp-python {version} failed (exit {proc.returncode}) with "
+                f"CMAKE_ARGS={env['CMAKE_ARGS']!r}. It needs cmake >= 3.21, ninja and a C++ "
+                "compiler (and the CUDA toolkit for --target cuda); the compiler output is above."
+            )
+        wheels = list(Path(tmp).glob("llama_cpp_python-*.whl"))
+        if len(wheels) != 1:
+            raise InstallError(f"expected one wheel in {tmp}, found {wheels}")
+        staged = Path(tmp) / "staged"
+        staged.mkdir()
+        shutil.move(str(wheels[0]), staged / wheels[0].name)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staged, dest)  # the cache folder appears whole or not at all
+        log.info("built in %.0f s: %s", time.monotonic() - started, dest)
+    return next(dest.glob("*.whl"))
+
+
+def check_install(python: str, target: str) -> str:
+    """Import the library in ``python``; return its system-info line or raise InstallError."""
+    code = (
+        "import json, llama_cpp\n"
+        "print(json.dumps({'version': llama_cpp.__version__,"
+        " 'system_info': llama_cpp.llama_print_system_info().decode(errors='replace').strip(),"
+        " 'gpu_offload': bool(llama_cpp.llama_supports_gpu_offload())}))\n"
+    )
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise InstallError(f"the installed llama-cpp-python does not import:\n{proc.stderr.strip()}")
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    missing = [
+        f
+        for f in EXPECTED_FEATURES[target].get(platform.machine().lower(), [])
+        if f not in info["system_info"]
+    ]
+    if missing:
+        raise InstallError(
+            f"the {target} build lacks {', '.join(missing)} in its system info: {info['system_info']}"
+        )
+    if target in GPU_TARGETS and not info["gpu_offload"]:
+        raise InstallError(
+            f"the {target} build came out CPU-only (llama_supports_gpu_offload() is false). "
+            "Check that the toolkit was found at build time, then rerun with --rebuild."
+        )
+    return (
+        f"llama-cpp-python {info['version']} ({target}, gpu offload: {info['gpu_offload']}): "
+        f"{info['system_info']}"
+    )
+
+
+def install(
+    python: str, target: str, version: str, cuda_arch: str | None, cache_root: Path, rebuild: bool
+) -> str:
+    flags = cmake_flags(target, cuda_arch)
+    folder = cache_dir(cache_root, version, target, flags, python_tag(python))
+    wheels = sorted(folder.glob("*.whl"))
+    if wheels and not rebuild:
+        wheel = wheels[0]
+        log.info("using cached wheel %s", wheel)
+    else:
+        wheel = build_wheel(python, version, flags, folder)
+    cmd = [python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)]
+    if subprocess.run(cmd).returncode != 0:
+        raise InstallError(f"pip could not install {wheel}")
+    # The wheel's own dependencies, without touching anything already satisfied.
+    deps = ["typing-extensions>=4.5.0", "numpy>=1.20.0", "diskcache>=5.6.1", "jinja2>=2.11.3"]
+    if subprocess.run([python, "-m", "pip", "install", "--quiet", *deps]).returncode != 0:
+        raise InstallError("pip could not install llama-cpp-python's dependencies")
+    return check_install(python, target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", choices=("auto", *TARGETS), default="auto")
+    parser.add_argument("--version", default=PINNED_VERSION, help="llama-cpp-python version")
+    parser.add_argument("--cuda-arch", help="CUDA architectures, e.g. 86 or '80;90' (default: the GPU's)")
+    parser.add_argument("--python", default=sys.executable, help="interpreter to install into")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka")),
+    )
+    parser.add_argument("--rebuild", action="store_true", help="ignore the cached wheel")
+    parser.add_argument("--print-key", action="store_true", help="print the cache folder and exit")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="native: %(message)s")
+    target = detect_target() if args.target == "auto" else args.target
+    if args.print_key:
+        flags = cmake_flags(target, args.cuda_arch)
+        sys.stdout.write(f"{cache_dir(args.cache, args.version, target, flags, python_tag(args.python))}\n")
+        return 0
+    try:
+        line = install(args.python, target, args.version, args.cuda_arch, args.cache, args.rebuild)
+    except InstallError as exc:
+        log.error("%s", exc)
+        return 1
+    log.info("%s", line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

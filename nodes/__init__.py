@@ -1,0 +1,62 @@
+"""ComfyUI adapters for the Mangaka engine: thin nodes, one file per topic."""
+
+from __future__ import annotations
+
+import logging
+
+from comfy_api.latest import ComfyExtension, io
+from typing_extensions import override
+
+from ..mangaka.llm.inprocess import release_models
+from . import _comfy, llm, screenplay
+
+log = logging.getLogger("mangaka")
+
+
+def _hook_free() -> None:
+    """Free our llama.cpp models whenever ComfyUI unloads all models (``POST /free``, the
+    "Free model and node cache" button). ComfyUI's memory manager only knows torch models."""
+    import comfy.model_management as mm
+
+    original = mm.unload_all_models
+    if getattr(original, "_mangaka_hooked", False):
+        return
+
+    def unload_all_models(*args, **kwargs):
+        freed = release_models()
+        if freed:
+            log.info("Mangaka: released %d LLM(s)", freed)
+        return original(*args, **kwargs)
+
+    unload_all_models._mangaka_hooked = True  # type: ignore[attr-defined]
+    mm.unload_all_models = unload_all_models
+
+
+def _add_routes() -> None:
+    """``POST /mangaka/free`` releases the LLMs at once (the queue's /free waits for a run)."""
+    try:
+        from aiohttp import web
+        from server import PromptServer
+    except ImportError:
+        return
+    if getattr(PromptServer, "instance", None) is None:
+        return
+
+    @PromptServer.instance.routes.post("/mangaka/free")
+    async def _free(_request):
+        return web.json_response({"released": release_models()})
+
+
+class MangakaExtension(ComfyExtension):
+    @override
+    async def get_node_list(self) -> list[type[io.ComfyNode]]:
+        return [*llm.NODES, *screenplay.NODES]
+
+
+async def comfy_entrypoint() -> MangakaExtension:
+    return MangakaExtension()
+
+
+_comfy.register_model_folders()
+_hook_free()
+_add_routes()

@@ -1,0 +1,105 @@
+"""Glue between the engine and ComfyUI: progress bars, interrupt, model folders, output files.
+
+Imported only inside ComfyUI (the pack root guards it)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import comfy.model_management
+import comfy.utils
+import folder_paths
+
+from ..mangaka.errors import Cancelled
+from ..mangaka.llm.base import CancelFn, ProgressFn
+
+log = logging.getLogger("mangaka")
+
+LLM_FOLDER = "LLM"
+LORA_FOLDER = "llm_loras"
+NONE = "none"
+
+
+def register_model_folders() -> None:
+    """``models/LLM`` (GGUF models) and ``models/llm_loras`` (GGUF LoRA adapters), ``.gguf`` only.
+
+    Paths the user set in ``extra_model_paths.yaml`` for these names are kept."""
+    for name in (LLM_FOLDER, LORA_FOLDER):
+        folder_paths.add_model_folder_path(name, os.path.join(folder_paths.models_dir, name), is_default=True)
+        paths, _exts = folder_paths.folder_names_and_paths[name]
+        folder_paths.folder_names_and_paths[name] = (paths, {".gguf"})
+
+
+def model_files() -> list[str]:
+    return folder_paths.get_filename_list(LLM_FOLDER)
+
+
+def lora_files() -> list[str]:
+    return [NONE, *folder_paths.get_filename_list(LORA_FOLDER)]
+
+
+def missing_file_message(folder: str, name: str) -> str | None:
+    """A message naming the file, the folders searched and what is there; None when found."""
+    if folder_paths.get_full_path(folder, name):
+        return None
+    present = folder_paths.get_filename_list(folder)
+    where = ", ".join(folder_paths.get_folder_paths(folder))
+    have = ", ".join(present[:12]) if present else "no .gguf files"
+    return f"{name} not found in {where}; these are there: {have}. Put the .gguf file there and refresh."
+
+
+def full_path(folder: str, name: str) -> Path:
+    return Path(folder_paths.get_full_path_or_raise(folder, name))
+
+
+class Progress:
+    """A ComfyUI progress bar fed by the engine's ``on_progress`` (throttled to ~10 updates/s)."""
+
+    def __init__(self, total: int = 100) -> None:
+        self.bar = comfy.utils.ProgressBar(total)
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done >= total or now - self._last >= 0.1:
+            self._last = now
+            self.bar.update_absolute(done, total)  # raises if the user interrupted
+
+
+def progress() -> ProgressFn:
+    return Progress()
+
+
+def cancel_requested() -> CancelFn:
+    return comfy.model_management.processing_interrupted
+
+
+@contextlib.contextmanager
+def comfy_interrupts() -> Iterator[None]:
+    """The engine's ``Cancelled`` becomes ComfyUI's interrupt (``execution_interrupted``)."""
+    try:
+        yield
+    except Cancelled:
+        comfy.model_management.interrupt_current_processing(False)
+        raise comfy.model_management.InterruptProcessingException() from None
+
+
+def unique_output_path(prefix: str, suffix: str) -> Path:
+    """A new file in ComfyUI's output folder: ``<prefix>_00001<suffix>``, never an existing one."""
+    out = Path(folder_paths.get_output_directory()).resolve()
+    target = (out / prefix).resolve()
+    if out not in target.parents:
+        raise ValueError(f"filename prefix {prefix!r} points outside ComfyUI's output folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stem = target.name
+    existing = [p.name for p in target.parent.glob(f"{stem}_*{suffix}")]
+    counter = 1 + max(
+        (int(n[len(stem) + 1 : -len(suffix)]) for n in existing if n[len(stem) + 1 : -len(suffix)].isdigit()),
+        default=0,
+    )
+    return target.parent / f"{stem}_{counter:05d}{suffix}"

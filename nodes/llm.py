@@ -1,0 +1,169 @@
+"""LLM nodes: Load LLM (GGUF) and Structured Output (any JSON Schema)."""
+
+from __future__ import annotations
+
+import json
+
+from comfy_api.latest import io
+
+from ..mangaka.errors import MangakaError
+from ..mangaka.llm.base import PRESETS, sampling_preset
+from ..mangaka.llm.grammar import schema_to_gbnf
+from ..mangaka.llm.inprocess import DEFAULT_N_CTX, LlamaCppLLM, LoadOptions
+from . import _comfy
+
+LLM = io.Custom("MANGAKA_LLM")
+
+
+class LoadLLM(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaLoadLLM",
+            display_name="Load LLM (GGUF)",
+            category="Mangaka/LLM",
+            description="Load a GGUF language model from models/LLM with llama.cpp, in this process. "
+            "The model is cached by file and options, and freed by ComfyUI's 'Free model and node cache'.",
+            inputs=[
+                io.Combo.Input(
+                    "model",
+                    options=_comfy.model_files(),
+                    tooltip="A .gguf file in models/LLM, e.g. Qwen3.5-35B-A3B-Q4_K_M.gguf",
+                ),
+                io.Int.Input(
+                    "context",
+                    default=DEFAULT_N_CTX,
+                    min=512,
+                    max=262144,
+                    step=512,
+                    tooltip="Context window in tokens; capped at the model's trained length",
+                ),
+                io.Int.Input(
+                    "gpu_layers",
+                    default=-1,
+                    min=-1,
+                    max=1000,
+                    tooltip="Layers offloaded to the GPU; -1 = all (ignored by a CPU-only build)",
+                ),
+                io.Int.Input("threads", default=0, min=0, max=256, tooltip="CPU threads; 0 = every core"),
+                io.Boolean.Input("flash_attention", default=False),
+                io.Combo.Input(
+                    "lora",
+                    options=_comfy.lora_files(),
+                    default=_comfy.NONE,
+                    tooltip="A GGUF LoRA adapter in models/llm_loras, attached after load",
+                ),
+                io.Float.Input("lora_strength", default=1.0, min=-4.0, max=4.0, step=0.05),
+            ],
+            outputs=[LLM.Output(display_name="llm"), io.String.Output(display_name="load_report")],
+        )
+
+    @classmethod
+    def validate_inputs(cls, model: str | None = None, lora: str | None = None, **_kw) -> bool | str:
+        if model is not None and (msg := _comfy.missing_file_message(_comfy.LLM_FOLDER, model)):
+            return f"Load LLM: model {msg}"
+        if lora not in (None, _comfy.NONE) and (msg := _comfy.missing_file_message(_comfy.LORA_FOLDER, lora)):
+            return f"Load LLM: LoRA {msg}"
+        return True
+
+    @classmethod
+    def execute(
+        cls,
+        model: str,
+        context: int,
+        gpu_layers: int,
+        threads: int,
+        flash_attention: bool,
+        lora: str,
+        lora_strength: float,
+    ) -> io.NodeOutput:
+        options = LoadOptions(
+            n_ctx=context, n_gpu_layers=gpu_layers, n_threads=threads, flash_attn=flash_attention
+        )
+        lora_path = None if lora == _comfy.NONE else _comfy.full_path(_comfy.LORA_FOLDER, lora)
+        llm = LlamaCppLLM(_comfy.full_path(_comfy.LLM_FOLDER, model), options, lora_path, lora_strength)
+        report = llm.model.report() + (f"; LoRA {lora} at {lora_strength:g}" if lora_path else "")
+        return io.NodeOutput(llm, report)
+
+
+def _schema_problem(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"schema is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    try:
+        schema_to_gbnf(schema)
+    except MangakaError as exc:
+        return str(exc)
+    return None
+
+
+class StructuredOutput(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaStructuredOutput",
+            display_name="Structured Output (JSON Schema)",
+            category="Mangaka/LLM",
+            description="Ask the LLM for JSON that matches any JSON Schema: decoding is constrained to "
+            "the schema, the result validated, and retried with the errors when invalid.",
+            inputs=[
+                LLM.Input("llm"),
+                io.String.Input("prompt", multiline=True, default=""),
+                io.String.Input(
+                    "schema",
+                    multiline=True,
+                    default='{"type": "object", "properties": {"answer": {"type": "string", '
+                    '"maxLength": 200}}, "required": ["answer"], '
+                    '"additionalProperties": false}',
+                ),
+                io.String.Input("system", multiline=True, default="Answer with JSON only.", optional=True),
+                io.Int.Input("max_tokens", default=1024, min=16, max=65536),
+                io.Int.Input("max_attempts", default=3, min=1, max=10),
+                io.Combo.Input("sampling", options=list(PRESETS), default="qwen3.5-instruct"),
+                io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),
+            ],
+            outputs=[io.String.Output(display_name="json")],
+        )
+
+    @classmethod
+    def validate_inputs(cls, prompt: str | None = None, schema: str | None = None, **_kw) -> bool | str:
+        if prompt is not None and not prompt.strip():
+            return "Structured Output: the prompt is empty; type what the JSON should contain"
+        if problem := _schema_problem(schema):
+            return f"Structured Output: {problem}"
+        return True
+
+    @classmethod
+    def execute(
+        cls,
+        llm: LlamaCppLLM,
+        prompt: str,
+        schema: str,
+        max_tokens: int,
+        max_attempts: int,
+        sampling: str,
+        seed: int,
+        system: str = "",
+    ) -> io.NodeOutput:
+        from ..mangaka.structured import generate_json
+
+        messages = [{"role": "system", "content": system}] if system.strip() else []
+        messages.append({"role": "user", "content": prompt})
+        with _comfy.comfy_interrupts():
+            data, _attempts = generate_json(
+                llm,
+                messages,
+                json.loads(schema),
+                max_attempts=max_attempts,
+                max_tokens=max_tokens,
+                sampling=sampling_preset(sampling).replace(seed=seed),
+                on_progress=_comfy.progress(),
+                cancel=_comfy.cancel_requested(),
+            )
+        return io.NodeOutput(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+NODES = [LoadLLM, StructuredOutput]

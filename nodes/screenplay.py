@@ -1,0 +1,133 @@
+"""Screenplay nodes: Screenwriter (chapter → screenplay) and Save Screenplay."""
+
+from __future__ import annotations
+
+import json
+
+from comfy_api.latest import io, ui
+
+from ..mangaka.fileio import write_atomic
+from ..mangaka.llm.base import PRESETS, sampling_preset
+from ..mangaka.screenplay import write_screenplay
+from ..mangaka.screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
+from . import _comfy
+from .llm import LLM
+
+SCREENPLAY = io.Custom("MANGAKA_SCREENPLAY")
+
+
+class Screenwriter(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaScreenwriter",
+            display_name="Screenwriter",
+            category="Mangaka",
+            description="Turn a novel chapter into a structured manga screenplay (characters, dialogue, "
+            "panels), guaranteed to match schemas/screenplay.schema.json.",
+            inputs=[
+                LLM.Input("llm"),
+                io.String.Input(
+                    "chapter", multiline=True, default="", placeholder="Paste a chapter of the novel here"
+                ),
+                io.Combo.Input(
+                    "language",
+                    options=["en", "zh", "ja"],
+                    default="en",
+                    tooltip="Language of the dialogue and descriptions",
+                ),
+                io.Int.Input("panels", default=6, min=1, max=MAX_PANELS),
+                io.Int.Input("dialogue_lines", default=8, min=0, max=MAX_DIALOGUE),
+                io.Int.Input("max_characters", default=8, min=1, max=MAX_CHARACTERS),
+                io.Combo.Input(
+                    "sampling",
+                    options=list(PRESETS),
+                    default="qwen3.5-instruct",
+                    tooltip="Qwen3.5 model-card presets, or greedy for reproducible drafts",
+                ),
+                io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),
+                io.Int.Input(
+                    "max_attempts",
+                    default=3,
+                    min=1,
+                    max=10,
+                    tooltip="Tries; an invalid result is retried with the problems fed back",
+                ),
+            ],
+            outputs=[SCREENPLAY.Output(display_name="screenplay"), io.String.Output(display_name="json")],
+        )
+
+    @classmethod
+    def validate_inputs(cls, chapter: str | None = None, **_kw) -> bool | str:
+        if chapter is not None and not chapter.strip():
+            return "Screenwriter: the chapter is empty; paste the chapter text or connect a text node"
+        return True
+
+    @classmethod
+    def execute(
+        cls,
+        llm,
+        chapter: str,
+        language: str,
+        panels: int,
+        dialogue_lines: int,
+        max_characters: int,
+        sampling: str,
+        seed: int,
+        max_attempts: int,
+    ) -> io.NodeOutput:
+        with _comfy.comfy_interrupts():
+            result = write_screenplay(
+                llm,
+                chapter,
+                language=language,
+                panels=panels,
+                dialogue=dialogue_lines,
+                max_characters=max_characters,
+                sampling=sampling_preset(sampling).replace(seed=seed),
+                max_attempts=max_attempts,
+                on_progress=_comfy.progress(),
+                cancel=_comfy.cancel_requested(),
+            )
+        data = result.screenplay.model_dump(mode="json")
+        return io.NodeOutput(data, json.dumps(data, ensure_ascii=False, indent=2))
+
+
+class SaveScreenplay(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaSaveScreenplay",
+            display_name="Save Screenplay",
+            category="Mangaka",
+            description="Save the screenplay as JSON in ComfyUI's output folder (never overwrites a file).",
+            inputs=[
+                SCREENPLAY.Input("screenplay"),
+                io.String.Input("filename_prefix", default="mangaka/screenplay"),
+            ],
+            outputs=[io.String.Output(display_name="path")],
+            is_output_node=True,
+        )
+
+    @classmethod
+    def validate_inputs(cls, filename_prefix: str | None = None, **_kw) -> bool | str:
+        if filename_prefix is not None and (not filename_prefix.strip() or ".." in filename_prefix):
+            return "Save Screenplay: filename_prefix must be a relative name like mangaka/screenplay"
+        return True
+
+    @classmethod
+    def execute(cls, screenplay: dict, filename_prefix: str) -> io.NodeOutput:
+        text = json.dumps(screenplay, ensure_ascii=False, indent=2) + "\n"
+        for _ in range(100):
+            path = _comfy.unique_output_path(filename_prefix, ".json")
+            try:
+                write_atomic(path, text, overwrite=False)
+                break
+            except FileExistsError:
+                continue  # another run took that number between our look and our write
+        else:
+            raise RuntimeError(f"could not find a free file name for {filename_prefix}")
+        return io.NodeOutput(str(path), ui=ui.PreviewText(f"saved {path.name}"))
+
+
+NODES = [Screenwriter, SaveScreenplay]

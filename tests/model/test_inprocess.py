@@ -1,0 +1,257 @@
+"""The in-process backend against real llama.cpp on tiny random-weight models."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from mangaka.errors import (
+    Cancelled,
+    ContextOverflowError,
+    GenerationError,
+    LoraError,
+    ModelFileError,
+    SchemaError,
+    UnsupportedArchitectureError,
+)
+from mangaka.llm.base import PRESETS, Sampling
+from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, cached_models, load_model, release_models
+from tests.model.conftest import TRAINED_CONTEXT
+
+GREEDY = PRESETS["greedy"]
+# One thread: tiny models are dominated by thread synchronisation, and CI runs other work beside them.
+SMALL = LoadOptions(n_ctx=1024, n_threads=1)
+USER = [{"role": "user", "content": "Write the next panel."}]
+
+
+def _greedy_tokens(llm: LlamaCppLLM, n: int = 12) -> str:
+    return llm.complete(USER, sampling=GREEDY, max_tokens=n).text
+
+
+# ---------------------------------------------------------------------------- loading and cache
+
+
+def test_context_never_exceeds_trained_length_and_threads_default_to_cores(qwen35moe):
+    model = load_model(qwen35moe)  # default context 32768
+    assert model.n_ctx == TRAINED_CONTEXT
+    assert model.options.resolved_threads() == os.cpu_count()
+    assert model.llama.context_params.n_threads == os.cpu_count()
+
+
+def test_second_load_comes_from_the_cache(qwen35moe):
+    first = load_model(qwen35moe, SMALL)
+    assert load_model(qwen35moe, SMALL) is first
+    assert load_model(qwen35moe, LoadOptions(n_ctx=2048)) is not first
+    assert len(cached_models()) == 2
+
+
+def test_release_frees_and_a_handle_reloads(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    before = llm.model
+    assert release_models() == 1
+    assert before.llama is None
+    assert llm.model is not before and llm.model.llama is not None
+    assert _greedy_tokens(llm)
+
+
+def test_unsupported_architecture_names_it_and_the_fix(unsupported_model):
+    with pytest.raises(UnsupportedArchitectureError) as err:
+        load_model(unsupported_model)
+    message = str(err.value)
+    assert "'qwen99moe'" in message and "llama-cpp-python 0.3.36" in message
+    assert "native/install.py" in message
+
+
+def test_missing_and_non_gguf_files(tmp_path):
+    with pytest.raises(ModelFileError, match="not found"):
+        load_model(tmp_path / "missing.gguf")
+    fake = tmp_path / "model.gguf"
+    fake.write_bytes(b"PK\x03\x04" + b"\x00" * 100)
+    with pytest.raises(ModelFileError, match="not a GGUF file"):
+        load_model(fake)
+
+
+def test_a_lora_file_is_not_a_model(qwen35moe_lora):
+    with pytest.raises(ModelFileError, match="LoRA adapter, not a model"):
+        load_model(qwen35moe_lora)
+
+
+# ---------------------------------------------------------------------------------- generation
+
+
+@pytest.mark.parametrize("arch_fixture", ["qwen35moe", "qwen3moe"])
+def test_greedy_generation_is_deterministic_with_progress(arch_fixture, request):
+    llm = LlamaCppLLM(request.getfixturevalue(arch_fixture), SMALL)
+    seen: list[tuple[int, int]] = []
+    first = llm.complete(USER, sampling=GREEDY, max_tokens=10, on_progress=lambda d, t: seen.append((d, t)))
+    second = llm.complete(USER, sampling=GREEDY, max_tokens=10)
+    assert first.text == second.text
+    assert first.usage.completion_tokens == len(seen) > 0
+    assert [d for d, _ in seen] == list(range(1, len(seen) + 1))
+    assert all(t == 10 for _, t in seen)
+
+
+def test_system_message_anywhere_is_moved_first(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    messages = [{"role": "user", "content": "hi"}, {"role": "system", "content": "JSON only."}]
+    # Qwen3.5's template itself refuses this order…
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    raw = Jinja2ChatFormatter(template=llm.model.info.chat_template, eos_token="", bos_token="")
+    with pytest.raises(ValueError, match="System message must be at the beginning"):
+        raw(messages=messages)
+    # …the backend normalises it.
+    prompt = llm.render(messages)
+    assert prompt.index("JSON only.") < prompt.index("hi")
+    assert llm.complete(messages, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0
+
+
+def test_thinking_is_off_under_a_schema(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    assert llm.render(USER, thinking=False).endswith("<think>\n\n</think>\n\n")
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "maxLength": 5}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    out = llm.complete(USER, schema=schema, thinking=True, sampling=GREEDY, max_tokens=64)
+    assert set(json.loads(out.text)) == {"a"}
+    assert out.reasoning == ""
+
+
+def test_thinking_that_eats_the_budget_is_an_error(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    assert llm.render(USER, thinking=True).endswith("<think>\n")
+    with pytest.raises(GenerationError, match="thinking used the whole budget of 8 tokens"):
+        llm.complete(USER, thinking=True, sampling=GREEDY, max_tokens=8)
+
+
+def test_prompt_longer_than_the_context_names_both_counts(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, LoadOptions(n_ctx=512, n_threads=1))
+    long = [{"role": "user", "content": "word " * 2000}]
+    n = llm.count_tokens(long)
+    with pytest.raises(ContextOverflowError) as err:
+        llm.complete(long, max_tokens=8)
+    assert err.value.prompt_tokens == n and err.value.n_ctx == 512
+    assert f"{n} tokens" in str(err.value) and "512 tokens" in str(err.value)
+
+
+# ------------------------------------------------------------------------- constrained decoding
+
+STRINGS = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "maxLength": 60}, "more": {"type": "string", "maxLength": 60}},
+    "required": ["text", "more"],
+    "additionalProperties": False,
+}
+
+
+def _has_control(s: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in s)
+
+
+def test_constrained_strings_never_hold_raw_control_characters(qwen35moe):
+    """With llama-cpp-python's own grammar, random weights put raw control characters in strings
+    (invalid JSON); with ours every sample parses and no string holds one."""
+    from llama_cpp import LlamaGrammar
+
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    hot = Sampling(temperature=1.5, top_p=1.0, top_k=0, min_p=0.0, presence_penalty=0.0)
+    ours_ok = 0
+    for seed in range(8):
+        out = llm.complete(USER, schema=STRINGS, sampling=hot.replace(seed=seed), max_tokens=200)
+        assert not _has_control(out.text)  # escapes such as \n are fine; raw characters are not
+        assert set(json.loads(out.text)) == {"text", "more"}
+        ours_ok += 1
+    # The reference path, same seeds: shows the bug this fix removes is real on these models.
+    builtin = LlamaGrammar.from_json_schema(json.dumps(STRINGS), verbose=False)
+    raw = llm.model.llama
+    tokens = llm.tokenize_prompt(USER)
+    bad = 0
+    for seed in range(8):
+        text = raw.create_completion(
+            tokens, max_tokens=200, temperature=1.5, top_p=1.0, top_k=0, min_p=0.0, seed=seed, grammar=builtin
+        )["choices"][0]["text"]
+        try:
+            json.loads(text)
+        except json.JSONDecodeError:
+            bad += 1
+    assert ours_ok == 8
+    assert bad > 0, "the built-in grammar produced no invalid JSON; this test no longer shows the fix"
+
+
+def test_schema_that_cannot_be_compiled_is_an_error_not_a_fallback(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    schema = {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}
+    with pytest.raises(SchemaError, match="'not'"):
+        llm.complete(USER, schema=schema, max_tokens=8)
+    with pytest.raises(SchemaError, match="invalid"):
+        llm.complete(USER, schema={"type": "objekt"}, max_tokens=8)
+
+
+# ----------------------------------------------------------------------------------------- LoRA
+
+
+def test_lora_attaches_after_load_rescales_and_detaches(qwen35moe, qwen35moe_lora):
+    import llama_cpp
+
+    base = LlamaCppLLM(qwen35moe, SMALL)
+    base_text = _greedy_tokens(base)
+    with_lora = LlamaCppLLM(qwen35moe, SMALL, lora=qwen35moe_lora, lora_scale=1.0)
+    assert with_lora.model is base.model  # the same loaded model: no reload, mmap kept
+    assert base.model.llama.model_params.load_mode == llama_cpp.LLAMA_LOAD_MODE_MMAP
+    lora_text = _greedy_tokens(with_lora)
+    assert lora_text != base_text
+    assert _greedy_tokens(LlamaCppLLM(qwen35moe, SMALL, lora=qwen35moe_lora, lora_scale=0.0)) == base_text
+    assert _greedy_tokens(with_lora) == lora_text
+    assert _greedy_tokens(base) == base_text  # detached again
+
+
+def test_lora_for_another_architecture_is_refused(qwen35moe, qwen3moe_lora):
+    with pytest.raises(LoraError, match=r"made for 'qwen3moe' models.*'qwen35moe'"):
+        LlamaCppLLM(qwen35moe, SMALL, lora=qwen3moe_lora)
+
+
+def test_missing_lora_file(qwen35moe, tmp_path):
+    with pytest.raises(LoraError, match="not found"):
+        LlamaCppLLM(qwen35moe, SMALL, lora=tmp_path / "none.gguf")
+
+
+# ------------------------------------------------------------------------------------ interrupt
+
+
+def test_cancel_stops_generation_between_tokens_and_the_model_stays_usable(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    count = {"n": 0}
+
+    def progress(done: int, total: int) -> None:
+        count["n"] = done
+
+    with pytest.raises(Cancelled):
+        llm.complete(
+            USER,
+            schema=STRINGS,
+            sampling=GREEDY,
+            max_tokens=500,
+            on_progress=progress,
+            cancel=lambda: count["n"] >= 5,
+        )
+    assert count["n"] == 5
+    assert llm.complete(USER, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0
+
+
+def test_cancel_stops_a_long_prompt_evaluation_inside_llama_decode(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, LoadOptions(n_ctx=4096, n_batch=32, n_threads=1))
+    long = [{"role": "user", "content": "panel " * 900}]
+    start = time.monotonic()
+    flag = threading.Event()
+    threading.Timer(0.05, flag.set).start()
+    with pytest.raises(Cancelled):
+        llm.complete(long, sampling=GREEDY, max_tokens=4, cancel=flag.is_set)
+    assert time.monotonic() - start < 1.0
+    assert llm.complete(USER, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0

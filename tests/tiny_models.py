@@ -1,0 +1,623 @@
+"""Tiny random-weight GGUF models written at test time.
+
+The files are produced with the PyPI ``gguf`` package and load in the llama.cpp bundled with
+llama-cpp-python. They have real architectures (``qwen35moe``: Gated-DeltaNet plus gated
+attention with routed and shared experts; ``qwen3moe``: attention with routed experts), a
+small byte-level BPE vocabulary with the Qwen special tokens, and a ChatML chat template.
+The weights are random, so the text they generate is noise, but it is deterministic.
+
+Public API:
+
+- :func:`write_model` writes a base model.
+- :func:`write_lora` writes a LoRA adapter for a base model written by :func:`write_model`.
+- :func:`write_unsupported_model` writes a valid GGUF whose architecture llama.cpp rejects.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ARCHITECTURES",
+    "CHAT_TEMPLATES",
+    "SPECIAL_TOKENS",
+    "TinySpec",
+    "spec_for",
+    "write_lora",
+    "write_model",
+    "write_unsupported_model",
+]
+
+ARCHITECTURES: tuple[str, ...] = ("qwen35moe", "qwen3moe")
+
+SPECIAL_TOKENS: tuple[str, ...] = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<think>",
+    "</think>",
+)
+
+# Byte pairs merged by the toy BPE, in rank order (GPT-2 byte-to-unicode form: "Ġ" is a space).
+_MERGES: tuple[tuple[str, str], ...] = (
+    ("Ġ", "t"),
+    ("h", "e"),
+    ("i", "n"),
+    ("e", "r"),
+    ("a", "n"),
+    ("o", "n"),
+    ("r", "e"),
+    ("Ġ", "a"),
+    ("Ġ", "s"),
+    ("Ġ", "w"),
+    ("Ġt", "he"),
+    ("e", "n"),
+    ("o", "r"),
+    ("a", "t"),
+    ("e", "s"),
+    ("Ġ", "c"),
+    ("i", "s"),
+    ("Ġ", "b"),
+    ("Ġ", "o"),
+    ("i", "t"),
+    ("a", "r"),
+    ("Ġ", "f"),
+    ("e", "d"),
+    ("Ġ", "m"),
+    ("in", "g"),
+    ("Ġ", "p"),
+    ("o", "u"),
+    ("Ġ", "h"),
+    ("Ġ", "d"),
+    ("a", "l"),
+    ("l", "e"),
+    ("Ċ", "Ċ"),
+    ("Ġ", "Ġ"),
+    ("Ġ", "{"),
+    ("Ġ", '"'),
+    ('"', ":"),
+    ("Ġ", "I"),
+    ("Ġ", "T"),
+    ("Ġ", "S"),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Chat templates (Jinja, as in Hugging Face tokenizer_config.json; written for this test suite)
+# ---------------------------------------------------------------------------------------------
+
+# Shared pieces: rendering content that is a string or a list of {"type": "text"} parts, the
+# tool block, and the message loop. The two templates differ in the system-message rule and in
+# the generation prompt.
+_TEMPLATE_CONTENT_MACRO = r"""{%- macro render_content(content) -%}
+{%- if content is string -%}
+{{- content -}}
+{%- elif content is iterable and content is not mapping -%}
+{%- for part in content -%}
+{%- if part is mapping and part.type == 'text' -%}
+{{- part.text -}}
+{%- elif part is string -%}
+{{- part -}}
+{%- endif -%}
+{%- endfor -%}
+{%- elif content is not none -%}
+{{- content | string -}}
+{%- endif -%}
+{%- endmacro -%}
+"""
+
+_TEMPLATE_SYSTEM_AND_TOOLS = r"""{%- if tools -%}
+{{- '<|im_start|>system\n' -}}
+{%- if messages and messages[0].role == 'system' -%}
+{{- render_content(messages[0].content) + '\n\n' -}}
+{%- endif -%}
+{{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' -}}
+{{- 'You are provided with function signatures within <tools></tools> XML tags:\n<tools>' -}}
+{%- for tool in tools -%}
+{{- '\n' + (tool | tojson) -}}
+{%- endfor -%}
+{{- '\n</tools>\n\nFor each function call, return a json object with function name and ' -}}
+{{- 'arguments within <tool_call></tool_call> XML tags.<|im_end|>\n' -}}
+{%- elif messages and messages[0].role == 'system' -%}
+{{- '<|im_start|>system\n' + render_content(messages[0].content) + '<|im_end|>\n' -}}
+{%- endif -%}
+"""
+
+# Index of the last user message: reasoning is kept only for assistant turns after it.
+_TEMPLATE_LAST_QUERY = r"""{%- set ns = namespace(last_query_index=-1) -%}
+{%- for message in messages -%}
+{%- if message.role == 'user' -%}
+{%- set ns.last_query_index = loop.index0 -%}
+{%- endif -%}
+{%- endfor -%}
+"""
+
+_TEMPLATE_MESSAGES = r"""{%- for message in messages -%}
+{%- set content = render_content(message.content) -%}
+{%- if message.role == 'system' -%}
+{%- if not loop.first -%}
+{{- raise_exception('System message must be at the beginning.') -}}
+{%- endif -%}
+{%- elif message.role == 'user' -%}
+{{- '<|im_start|>user\n' + content + '<|im_end|>\n' -}}
+{%- elif message.role == 'assistant' -%}
+{%- set reasoning = '' -%}
+{%- if message.reasoning_content is defined and message.reasoning_content is string -%}
+{%- set reasoning = message.reasoning_content -%}
+{%- elif '</think>' in content -%}
+{%- set reasoning = content.split('</think>')[0].split('<think>')[-1] -%}
+{%- set content = content.split('</think>')[-1] -%}
+{%- endif -%}
+{%- set reasoning = reasoning.strip('\n') -%}
+{%- set content = content.lstrip('\n') -%}
+{%- if loop.index0 > ns.last_query_index and reasoning -%}
+{{- '<|im_start|>assistant\n<think>\n' + reasoning + '\n</think>\n\n' + content -}}
+{%- else -%}
+{{- '<|im_start|>assistant\n' + content -}}
+{%- endif -%}
+{%- if message.tool_calls is defined and message.tool_calls -%}
+{%- for tool_call in message.tool_calls -%}
+{%- set call = tool_call.function if tool_call.function is defined else tool_call -%}
+{%- if content or not loop.first -%}
+{{- '\n' -}}
+{%- endif -%}
+{{- '<tool_call>\n{"name": "' + call.name + '", "arguments": ' -}}
+{%- if call.arguments is string -%}
+{{- call.arguments -}}
+{%- else -%}
+{{- call.arguments | tojson -}}
+{%- endif -%}
+{{- '}\n</tool_call>' -}}
+{%- endfor -%}
+{%- endif -%}
+{{- '<|im_end|>\n' -}}
+{%- elif message.role == 'tool' -%}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}
+{{- '<|im_start|>user' -}}
+{%- endif -%}
+{{- '\n<tool_response>\n' + content + '\n</tool_response>' -}}
+{%- if loop.last or messages[loop.index0 + 1].role != 'tool' -%}
+{{- '<|im_end|>\n' -}}
+{%- endif -%}
+{%- else -%}
+{{- raise_exception('Unexpected message role: ' + message.role) -}}
+{%- endif -%}
+{%- endfor -%}
+"""
+
+# Qwen3.5-like: the system message must come first; thinking is on unless enable_thinking is
+# defined and false, and the generation prompt then opens (or closes, empty) the think block.
+_QWEN35_GENERATION = r"""{%- if add_generation_prompt -%}
+{{- '<|im_start|>assistant\n' -}}
+{%- if enable_thinking is defined and not enable_thinking -%}
+{{- '<think>\n\n</think>\n\n' -}}
+{%- else -%}
+{{- '<think>\n' -}}
+{%- endif -%}
+{%- endif -%}
+"""
+
+# Qwen3-like: the model opens the think block itself; enable_thinking=false pre-fills an empty one.
+_QWEN3_GENERATION = r"""{%- if add_generation_prompt -%}
+{{- '<|im_start|>assistant\n' -}}
+{%- if enable_thinking is defined and not enable_thinking -%}
+{{- '<think>\n\n</think>\n\n' -}}
+{%- endif -%}
+{%- endif -%}
+"""
+
+CHAT_TEMPLATES: dict[str, str] = {
+    "qwen35moe": _TEMPLATE_CONTENT_MACRO
+    + _TEMPLATE_SYSTEM_AND_TOOLS
+    + _TEMPLATE_LAST_QUERY
+    + _TEMPLATE_MESSAGES
+    + _QWEN35_GENERATION,
+    # Qwen3 tolerates a late system message (it is simply not rendered twice): only the first
+    # message is treated as the system prompt, later ones are skipped.
+    "qwen3moe": _TEMPLATE_CONTENT_MACRO
+    + _TEMPLATE_SYSTEM_AND_TOOLS
+    + _TEMPLATE_LAST_QUERY
+    + _TEMPLATE_MESSAGES.replace(
+        "{{- raise_exception('System message must be at the beginning.') -}}",
+        "{{- '<|im_start|>system\\n' + content + '<|im_end|>\\n' -}}",
+    )
+    + _QWEN3_GENERATION,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Model shapes
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """Hyperparameters of a tiny model (shared by both architectures where they apply)."""
+
+    arch: str
+    n_embd: int = 64
+    n_layer: int = 4
+    n_head: int = 4
+    n_head_kv: int = 2
+    head_dim: int = 16
+    n_expert: int = 4
+    n_expert_used: int = 2
+    n_ff_exp: int = 32
+    n_ff_shexp: int = 32
+    rope_theta: float = 1_000_000.0
+    rms_eps: float = 1e-6
+    # qwen35moe only
+    full_attention_interval: int = 4
+    n_rot: int = 8
+    rope_sections: tuple[int, int, int, int] = (2, 1, 1, 0)
+    ssm_conv_kernel: int = 4
+    ssm_state_size: int = 16  # head dim of the DeltaNet keys and values
+    ssm_group_count: int = 2  # key heads
+    ssm_time_step_rank: int = 4  # value heads
+
+    @property
+    def ssm_inner_size(self) -> int:
+        return self.ssm_state_size * self.ssm_time_step_rank
+
+    def is_recurrent(self, il: int) -> bool:
+        """Whether layer ``il`` is a Gated-DeltaNet layer (qwen35moe only)."""
+        return self.arch == "qwen35moe" and (il + 1) % self.full_attention_interval != 0
+
+
+_SPECS: dict[str, TinySpec] = {
+    "qwen35moe": TinySpec(arch="qwen35moe", n_layer=4, rope_theta=10_000_000.0),
+    "qwen3moe": TinySpec(arch="qwen3moe", n_layer=2, n_rot=16),
+}
+
+
+def spec_for(arch: str) -> TinySpec:
+    """The hyperparameters :func:`write_model` uses for ``arch``."""
+    try:
+        return _SPECS[arch]
+    except KeyError:
+        raise ValueError(f"unknown tiny architecture {arch!r}; expected one of {ARCHITECTURES}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer
+# ---------------------------------------------------------------------------------------------
+
+
+def _byte_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible map from bytes to printable characters."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    mapping: dict[int, str] = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in mapping:
+            mapping[b] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+@dataclass(frozen=True)
+class _Vocab:
+    tokens: list[str]
+    types: list[int]
+    merges: list[str]
+
+    def id_of(self, token: str) -> int:
+        return self.tokens.index(token)
+
+
+def _build_vocab() -> _Vocab:
+    b2u = _byte_to_unicode()
+    tokens = [b2u[b] for b in range(256)]
+    types = [int(gguf.TokenType.NORMAL)] * 256
+    merges: list[str] = []
+    known = set(tokens)
+    for left, right in _MERGES:
+        if left not in known or right not in known:
+            raise AssertionError(f"merge {left!r} + {right!r} uses an unknown token")
+        merged = left + right
+        merges.append(f"{left} {right}")
+        if merged not in known:
+            tokens.append(merged)
+            types.append(int(gguf.TokenType.NORMAL))
+            known.add(merged)
+    for special in SPECIAL_TOKENS:
+        tokens.append(special)
+        # As in the real Qwen files: the ChatML markers are control tokens, the think tags are
+        # added (user-defined) tokens that still tokenize as one piece.
+        is_think = special in ("<think>", "</think>")
+        types.append(int(gguf.TokenType.USER_DEFINED if is_think else gguf.TokenType.CONTROL))
+    return _Vocab(tokens=tokens, types=types, merges=merges)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensors
+# ---------------------------------------------------------------------------------------------
+
+# Shapes below are numpy shapes (outermost first), the reverse of llama.cpp's ne[] order: a
+# matrix that maps n_in to n_out features is (n_out, n_in).
+
+
+def _model_tensors(
+    spec: TinySpec, n_vocab: int, rng: np.random.Generator
+) -> Iterator[tuple[str, np.ndarray]]:
+    e = spec.n_embd
+
+    def mat(*shape: int, scale: float | None = None) -> np.ndarray:
+        std = scale if scale is not None else 1.0 / np.sqrt(shape[-1])
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm(n: int) -> np.ndarray:
+        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    yield "token_embd.weight", mat(n_vocab, e, scale=1.0)
+    yield "output_norm.weight", norm(e)
+    yield "output.weight", mat(n_vocab, e)
+
+    q_width = spec.n_head * spec.head_dim
+    kv_width = spec.n_head_kv * spec.head_dim
+    for il in range(spec.n_layer):
+        p = f"blk.{il}"
+        yield f"{p}.attn_norm.weight", norm(e)
+        if spec.arch == "qwen35moe":
+            yield f"{p}.post_attention_norm.weight", norm(e)
+            if spec.is_recurrent(il):
+                key_dim = spec.ssm_state_size * spec.ssm_group_count
+                value_dim = spec.ssm_inner_size
+                n_v_heads = spec.ssm_time_step_rank
+                yield f"{p}.attn_qkv.weight", mat(2 * key_dim + value_dim, e)
+                yield f"{p}.attn_gate.weight", mat(value_dim, e)
+                yield f"{p}.ssm_conv1d.weight", mat(2 * key_dim + value_dim, spec.ssm_conv_kernel)
+                yield f"{p}.ssm_dt.bias", (0.1 * rng.standard_normal(n_v_heads)).astype(np.float32)
+                # A = -exp(A_log): negative, so the recurrent state decays.
+                yield f"{p}.ssm_a", (-np.exp(rng.uniform(-1.0, 1.0, n_v_heads))).astype(np.float32)
+                yield f"{p}.ssm_beta.weight", mat(n_v_heads, e)
+                yield f"{p}.ssm_alpha.weight", mat(n_v_heads, e)
+                yield f"{p}.ssm_norm.weight", norm(spec.ssm_state_size)
+                yield f"{p}.ssm_out.weight", mat(e, value_dim)
+            else:
+                # The query projection also produces the output gate: twice the query width.
+                yield f"{p}.attn_q.weight", mat(2 * q_width, e)
+                yield f"{p}.attn_k.weight", mat(kv_width, e)
+                yield f"{p}.attn_v.weight", mat(kv_width, e)
+                yield f"{p}.attn_output.weight", mat(e, q_width)
+                yield f"{p}.attn_q_norm.weight", norm(spec.head_dim)
+                yield f"{p}.attn_k_norm.weight", norm(spec.head_dim)
+        else:
+            yield f"{p}.attn_q.weight", mat(q_width, e)
+            yield f"{p}.attn_k.weight", mat(kv_width, e)
+            yield f"{p}.attn_v.weight", mat(kv_width, e)
+            yield f"{p}.attn_output.weight", mat(e, q_width)
+            yield f"{p}.attn_q_norm.weight", norm(spec.head_dim)
+            yield f"{p}.attn_k_norm.weight", norm(spec.head_dim)
+            yield f"{p}.ffn_norm.weight", norm(e)
+
+        # Routed experts.
+        yield f"{p}.ffn_gate_inp.weight", mat(spec.n_expert, e)
+        yield f"{p}.ffn_gate_exps.weight", mat(spec.n_expert, spec.n_ff_exp, e)
+        yield f"{p}.ffn_up_exps.weight", mat(spec.n_expert, spec.n_ff_exp, e)
+        yield f"{p}.ffn_down_exps.weight", mat(spec.n_expert, e, spec.n_ff_exp)
+        if spec.arch == "qwen35moe":
+            # Shared expert with its sigmoid gate (one output per token).
+            yield f"{p}.ffn_gate_inp_shexp.weight", mat(e)
+            yield f"{p}.ffn_gate_shexp.weight", mat(spec.n_ff_shexp, e)
+            yield f"{p}.ffn_up_shexp.weight", mat(spec.n_ff_shexp, e)
+            yield f"{p}.ffn_down_shexp.weight", mat(e, spec.n_ff_shexp)
+
+
+def _add_hparams(w: gguf.GGUFWriter, spec: TinySpec, context_length: int) -> None:
+    w.add_context_length(context_length)
+    w.add_embedding_length(spec.n_embd)
+    w.add_block_count(spec.n_layer)
+    w.add_feed_forward_length(spec.n_ff_exp * spec.n_expert_used)
+    w.add_head_count(spec.n_head)
+    w.add_head_count_kv(spec.n_head_kv)
+    w.add_key_length(spec.head_dim)
+    w.add_value_length(spec.head_dim)
+    w.add_layer_norm_rms_eps(spec.rms_eps)
+    w.add_rope_freq_base(spec.rope_theta)
+    w.add_rope_dimension_count(spec.n_rot if spec.arch == "qwen35moe" else spec.head_dim)
+    w.add_expert_count(spec.n_expert)
+    w.add_expert_used_count(spec.n_expert_used)
+    w.add_expert_feed_forward_length(spec.n_ff_exp)
+    if spec.arch == "qwen35moe":
+        w.add_expert_shared_feed_forward_length(spec.n_ff_shexp)
+        w.add_rope_dimension_sections(list(spec.rope_sections))
+        w.add_full_attention_interval(spec.full_attention_interval)
+        w.add_ssm_conv_kernel(spec.ssm_conv_kernel)
+        w.add_ssm_inner_size(spec.ssm_inner_size)
+        w.add_ssm_state_size(spec.ssm_state_size)
+        w.add_ssm_time_step_rank(spec.ssm_time_step_rank)
+        w.add_ssm_group_count(spec.ssm_group_count)
+
+
+def _add_tokenizer(w: gguf.GGUFWriter, arch: str, vocab: _Vocab) -> None:
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen35" if arch == "qwen35moe" else "qwen2")
+    w.add_token_list(vocab.tokens)
+    w.add_token_types(vocab.types)
+    w.add_token_merges(vocab.merges)
+    w.add_eos_token_id(vocab.id_of("<|im_end|>"))
+    w.add_pad_token_id(vocab.id_of("<|endoftext|>"))
+    w.add_bos_token_id(vocab.id_of("<|endoftext|>"))
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHAT_TEMPLATES[arch])
+
+
+def _write(w: gguf.GGUFWriter) -> None:
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------
+
+
+def write_model(
+    path: str | os.PathLike[str],
+    arch: str = "qwen35moe",
+    *,
+    seed: int = 0,
+    context_length: int = 4096,
+) -> Path:
+    """Write a tiny random-weight model of architecture ``arch`` to ``path`` and return the path.
+
+    ``context_length`` is stored as ``<arch>.context_length`` (the trained context length).
+    The same ``seed`` gives byte-identical files.
+    """
+    spec = spec_for(arch)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    vocab = _build_vocab()
+    rng = np.random.default_rng(seed)
+
+    w = gguf.GGUFWriter(str(out), arch)
+    w.add_type(gguf.GGUFType.MODEL)
+    w.add_name(f"tiny-{arch}")
+    w.add_description("random weights, written by tests/tiny_models.py")
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_vocab_size(len(vocab.tokens))
+    _add_hparams(w, spec, context_length)
+    _add_tokenizer(w, arch, vocab)
+    for name, data in _model_tensors(spec, len(vocab.tokens), rng):
+        w.add_tensor(name, data)
+    _write(w)
+    log.debug("wrote tiny %s model to %s (%d bytes)", arch, out, out.stat().st_size)
+    return out
+
+
+# LoRA targets: 2-D weights that the graphs multiply through build_lora_mm.
+_LORA_TARGETS: dict[str, tuple[str, ...]] = {
+    "qwen35moe": (
+        "attn_qkv",
+        "attn_gate",
+        "ssm_out",
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_gate_shexp",
+        "ffn_up_shexp",
+        "ffn_down_shexp",
+    ),
+    "qwen3moe": ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate_inp"),
+}
+
+
+def _base_matrices(base: str | os.PathLike[str]) -> tuple[str, dict[str, tuple[int, int]]]:
+    """Architecture and {tensor name: (n_out, n_in)} of the base model's 2-D weights.
+
+    ``base`` is either the path of a GGUF file or an architecture name (then the shapes are
+    those :func:`write_model` would write).
+    """
+    if isinstance(base, str) and base in _SPECS:
+        spec = _SPECS[base]
+        rng = np.random.default_rng(0)
+        shapes = {
+            name: (int(t.shape[0]), int(t.shape[1]))
+            for name, t in _model_tensors(spec, len(_build_vocab().tokens), rng)
+            if t.ndim == 2
+        }
+        return base, shapes
+    reader = gguf.GGUFReader(str(base))
+    field = reader.get_field("general.architecture")
+    if field is None:
+        raise ValueError(f"{base}: no general.architecture")
+    arch = field.contents()
+    shapes = {}
+    for t in reader.tensors:
+        if len(t.shape) == 2:
+            n_in, n_out = (int(x) for x in t.shape)  # ggml order: ne[0] is the input width
+            shapes[t.name] = (n_out, n_in)
+    return arch, shapes
+
+
+def write_lora(
+    path: str | os.PathLike[str],
+    base_path_or_arch: str | os.PathLike[str],
+    *,
+    rank: int = 4,
+    alpha: float = 8.0,
+    seed: int = 1,
+) -> Path:
+    """Write a LoRA adapter for a tiny base model and return its path.
+
+    ``base_path_or_arch`` is the base GGUF (as written by :func:`write_model`) or its
+    architecture name. The adapter covers the attention / DeltaNet projections and the dense
+    FFN weights; its deltas are large enough to change greedy output.
+    """
+    arch, shapes = _base_matrices(base_path_or_arch)
+    targets = _LORA_TARGETS.get(arch)
+    if targets is None:
+        raise ValueError(f"no LoRA targets for architecture {arch!r}")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+
+    w = gguf.GGUFWriter(str(out), arch)
+    w.add_type(gguf.GGUFType.ADAPTER)
+    w.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    w.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(alpha))
+    w.add_name(f"tiny-{arch}-lora")
+    n = 0
+    for name in sorted(shapes):
+        parts = name.split(".")
+        if len(parts) != 4 or parts[0] != "blk" or parts[2] not in targets or parts[3] != "weight":
+            continue
+        n_out, n_in = shapes[name]
+        # Effective delta = (alpha / rank) * B @ A; entries of order 1/sqrt(n_in).
+        a = (rng.standard_normal((rank, n_in)) / np.sqrt(n_in)).astype(np.float32)
+        b = (rng.standard_normal((n_out, rank)) / np.sqrt(rank)).astype(np.float32)
+        w.add_tensor(f"{name}.lora_a", a)
+        w.add_tensor(f"{name}.lora_b", b)
+        n += 1
+    if n == 0:
+        raise ValueError(f"base model has none of the LoRA target weights {targets}")
+    _write(w)
+    log.debug("wrote tiny %s LoRA (%d pairs, rank %d) to %s", arch, n, rank, out)
+    return out
+
+
+def write_unsupported_model(path: str | os.PathLike[str], arch: str = "qwen99moe") -> Path:
+    """Write a small, well-formed GGUF whose architecture llama.cpp does not know."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spec = TinySpec(arch=arch, n_layer=1)
+    vocab = _build_vocab()
+    rng = np.random.default_rng(0)
+
+    w = gguf.GGUFWriter(str(out), arch)
+    w.add_type(gguf.GGUFType.MODEL)
+    w.add_name(f"tiny-{arch}")
+    w.add_context_length(4096)
+    w.add_embedding_length(spec.n_embd)
+    w.add_block_count(spec.n_layer)
+    w.add_head_count(spec.n_head)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(vocab.tokens)
+    w.add_token_types(vocab.types)
+    w.add_token_merges(vocab.merges)
+    w.add_eos_token_id(vocab.id_of("<|im_end|>"))
+    w.add_chat_template(CHAT_TEMPLATES["qwen3moe"])
+    w.add_tensor(
+        "token_embd.weight", rng.standard_normal((len(vocab.tokens), spec.n_embd)).astype(np.float32)
+    )
+    w.add_tensor("output_norm.weight", np.ones(spec.n_embd, dtype=np.float32))
+    _write(w)
+    log.debug("wrote unsupported-architecture GGUF (%s) to %s", arch, out)
+    return out

@@ -119,6 +119,7 @@ def generate_json(
     schema: dict[str, Any],
     *,
     validate: Validate | None = None,
+    normalize: Callable[[Any], Any] | None = None,
     max_attempts: int = 3,
     max_tokens: int | None = None,
     sampling: Sampling | None = None,
@@ -129,7 +130,8 @@ def generate_json(
 ) -> tuple[Any, list[Attempt]]:
     """Generate JSON matching ``schema``; returns ``(data, attempts)``, the last attempt the accepted one.
 
-    ``validate(data) -> problems`` runs after the schema check passes (semantic rules: unique ids,
+    ``normalize(data) -> data`` runs after the schema check passes (deterministic clean-ups the
+    grammar cannot express); ``validate(data) -> problems`` runs after it (semantic rules: unique ids,
     existing references…). ``max_tokens`` defaults to the schema's worst-case token budget, which
     raises ``SchemaError`` for an unbounded schema: bound it, or pass ``max_tokens``. ``language``
     picks the language of the feedback messages; ``call`` names this call in attempts, logs and
@@ -178,6 +180,8 @@ def generate_json(
         data, problems = parse_json(text)
         if not problems:
             problems = schema_problems(data, validator)
+        if not problems and normalize is not None:
+            data = normalize(data)
         if not problems and validate is not None:
             problems = validate(data)
         attempts.append(Attempt(text, problems, completion.finish_reason, completion.usage, call))

@@ -14,7 +14,6 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -367,34 +366,36 @@ class LlamaCppLLM:
         llama = model.llama
         flag = model._abort_flag
         stop_watch = _CancelWatch(cancel, flag)
-        pieces: list[str] = []
+        vocab = llama._model.vocab
+        is_eog = import_llama_cpp().llama_vocab_is_eog
+        out: list[int] = []
         finish = "length"
-        n_out = 0
+        llama.set_seed(s.seed)
         try:
             with stop_watch:
-                stream: Iterator[dict] = llama.create_completion(
-                    prompt=tokens,
-                    max_tokens=budget,
-                    temperature=s.temperature,
-                    top_p=s.top_p,
+                # Our own loop over Llama.generate (prefix reuse and the sampler chain are the
+                # library's): exact token counts, progress per token, cancel between tokens.
+                for token in llama.generate(
+                    tokens,
+                    temp=s.temperature,
                     top_k=s.top_k,
+                    top_p=s.top_p,
                     min_p=s.min_p,
                     presence_penalty=s.presence_penalty,
                     repeat_penalty=s.repeat_penalty,
-                    seed=s.seed,
                     grammar=grammar,
-                    stream=True,
-                )
-                for chunk in stream:
-                    choice = chunk["choices"][0]
-                    pieces.append(choice["text"])
-                    n_out += 1
-                    if on_progress is not None:
-                        on_progress(n_out, budget)
-                    if choice.get("finish_reason"):
-                        finish = choice["finish_reason"]
-                    if stop_watch.poll():
+                    reset=True,
+                ):
+                    if is_eog(vocab, token):
+                        finish = "stop"
                         break
+                    out.append(token)
+                    if on_progress is not None:
+                        on_progress(len(out), budget)
+                    if stop_watch.poll() or len(out) >= budget:
+                        break
+            text = llama.detokenize(out, prev_tokens=tokens).decode("utf-8", errors="replace")
+            n_out = len(out)
         except RuntimeError as exc:
             if stop_watch.cancelled():
                 llama.reset()
@@ -403,7 +404,7 @@ class LlamaCppLLM:
         if stop_watch.cancelled():
             llama.reset()
             raise Cancelled("generation interrupted")
-        return "".join(pieces), finish, n_out
+        return text, finish, n_out
 
 
 def _common_prefix(llama: Any, tokens: list[int]) -> int:

@@ -34,6 +34,7 @@ from .models import (
     MAX_APPEARANCE,
     MAX_CHARACTERS,
     MAX_DIALOGUE,
+    MAX_ID,
     MAX_LINE,
     MAX_NAME,
     MAX_PANELS,
@@ -182,6 +183,29 @@ def assemble_screenplay(script: dict[str, Any], cast: list[Character], language:
     )
 
 
+def settle_cast(data: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic clean-up of the cast call's reply, for what the grammar cannot express.
+
+    The narrator is not a character (narration has its own reserved speaker), so an entry named
+    or identified ``narrator`` is left out; a repeated id gets a ``_2``, ``_3``… suffix. What is
+    left is still validated (unique names, at least one character).
+    """
+    kept: list[dict[str, Any]] = []
+    ids: set[str] = set()
+    for c in data["characters"]:
+        if c["id"] == NARRATOR or " ".join(c["name"].split()).casefold() == NARRATOR:
+            logger.info("cast: left out %r: narration uses the reserved speaker %r", c["name"], NARRATOR)
+            continue
+        cid, n = c["id"], 1
+        while cid in ids:
+            n += 1
+            suffix = f"_{n}"
+            cid = c["id"][: MAX_ID - len(suffix)] + suffix
+        ids.add(cid)
+        kept.append({**c, "id": cid})
+    return {**data, "characters": kept}
+
+
 def _cast_listing(cast: list[Character]) -> str:
     return "\n".join(f"- {c.id}: {c.name} — {c.appearance}" for c in cast)
 
@@ -265,6 +289,7 @@ def write_screenplay(
             llm,
             messages(task),
             cast_schema,
+            normalize=settle_cast,
             validate=lambda d: cast_problems(d["characters"]),
             max_attempts=max_attempts,
             max_tokens=cast_budget,

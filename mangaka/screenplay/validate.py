@@ -25,6 +25,11 @@ def _screenplay_validator() -> Draft202012Validator:
 
 def cast_problems(characters: list[dict[str, Any]], where: str = "characters") -> list[str]:
     """Ids unique and not ``narrator``; names not blank and not repeated."""
+    if not characters:
+        return [
+            f"{where}: the cast is empty; list at least one character who appears in the chapter "
+            "(the narrator is not a character)"
+        ]
     problems: list[str] = []
     seen_ids: dict[str, int] = {}
     seen_names: dict[str, int] = {}

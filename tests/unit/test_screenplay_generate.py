@@ -341,14 +341,29 @@ def test_chinese_and_japanese_prompts():
     assert "Japanese" in llm.calls[0]["messages"][0]["content"] and sp.language == "ja"
 
 
-def test_duplicate_cast_ids_are_retried_with_the_problem():
+def test_duplicate_cast_ids_get_a_suffix_and_the_narrator_is_left_out():
     bad = copy.deepcopy(CAST)
     bad["characters"][1]["id"] = "akira"
+    bad["characters"].append({"id": "narrator", "name": "Narrator", "appearance": "a voice"})
+    cast_ids = ["akira", "akira_2"]
+    renamed = json.loads(json.dumps(script(["p1", "p1", "p2", "p3"])).replace('"mei"', '"akira_2"'))
+    llm = FakeScriptedLLM(bad, renamed)
+    result = write_screenplay(llm, CHAPTER, panels=3, dialogue=4)
+    assert [a.call for a in result.attempts] == ["screenplay cast", "screenplay script"]
+    assert [c.id for c in result.screenplay.characters] == cast_ids
+    assert [c.name for c in result.screenplay.characters] == [c["name"] for c in CAST["characters"]]
+    script_schema = llm.calls[1]["schema"]
+    assert "akira_2" in json.dumps(script_schema)
+
+
+def test_a_repeated_name_is_retried_with_the_problem():
+    bad = copy.deepcopy(CAST)
+    bad["characters"][1]["name"] = bad["characters"][0]["name"]
     llm = FakeScriptedLLM(bad, CAST, script(["p1", "p1", "p2", "p3"]))
     result = write_screenplay(llm, CHAPTER, panels=3, dialogue=4)
     assert [a.call for a in result.attempts] == ["screenplay cast"] * 2 + ["screenplay script"]
     feedback = llm.calls[1]["messages"][-1]["content"]
-    assert "characters[1].id: 'akira' is already the id of characters[0]" in feedback
+    assert "characters[1].name:" in feedback and "list each character once" in feedback
 
 
 def test_a_script_referring_to_unknown_ids_is_retried():

@@ -1,0 +1,54 @@
+"""Fixtures for the comfy tier: a real ComfyUI 0.3.75 with the pack linked into custom_nodes/.
+
+- ``comfy``: the session's server with this checkout linked as ``custom_nodes/comfyui-mangaka``.
+- ``comfy_factory(packs={name: folder}, extra_args=(), env=None)``: start another server (its
+  own base directory and port), e.g. with a different pack; stopped at the end of the session.
+- ``comfy_install``: where ComfyUI and its python are (see ``harness.find_install``).
+
+Every test under tests/comfy gets the ``comfy`` marker from tests/conftest.py. When ComfyUI cannot
+be found or prepared the tests are skipped, or fail when ``MANGAKA_REQUIRE_COMFY=1``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+try:
+    from .harness import CHECKOUT, PACK_FOLDER, ComfyInstall, ComfyServer, ComfyUnavailable, find_install
+except ImportError:  # tests/comfy is not a package: pytest put this folder on sys.path instead
+    from harness import CHECKOUT, PACK_FOLDER, ComfyInstall, ComfyServer, ComfyUnavailable, find_install
+
+
+@pytest.fixture(scope="session")
+def comfy_install() -> ComfyInstall:
+    try:
+        return find_install()
+    except ComfyUnavailable as exc:
+        if os.environ.get("MANGAKA_REQUIRE_COMFY") == "1":
+            pytest.fail(
+                f"ComfyUI is required (MANGAKA_REQUIRE_COMFY=1) but unavailable: {exc}", pytrace=False
+            )
+        pytest.skip(f"ComfyUI unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def comfy_factory(comfy_install, tmp_path_factory):
+    servers: list[ComfyServer] = []
+
+    def start(packs=None, extra_args=(), env=None) -> ComfyServer:
+        packs = {PACK_FOLDER: CHECKOUT} if packs is None else packs
+        base = tmp_path_factory.mktemp("comfy-base")
+        server = ComfyServer(comfy_install, base, packs, extra_args=extra_args, env=env)
+        servers.append(server)
+        return server.start()
+
+    yield start
+    for server in reversed(servers):
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def comfy(comfy_factory) -> ComfyServer:
+    return comfy_factory()

@@ -363,7 +363,13 @@ def _model_tensors(
 
     yield "token_embd.weight", mat(n_vocab, e, scale=1.0)
     yield "output_norm.weight", norm(e)
-    yield "output.weight", mat(n_vocab, e)
+    # Output rows: the byte tokens 0x80-0xFF get zero rows (logit 0) and every other token a wide
+    # spread, so the model practically never emits a lone non-ASCII byte. Random weights would
+    # otherwise write invalid UTF-8, which no grammar can stop: llama.cpp's grammar decodes UTF-8
+    # leniently, so "a lead byte, then ASCII" passes as one character.
+    output = mat(n_vocab, e) * 8.0
+    output[0x80:0x100] = 0.0
+    yield "output.weight", output
 
     q_width = spec.n_head * spec.head_dim
     kv_width = spec.n_head_kv * spec.head_dim

@@ -61,7 +61,6 @@ def _write(args: argparse.Namespace, chapter_path: Path, model: Path) -> Path:
     from .llm.base import sampling_preset
     from .llm.inprocess import LlamaCppLLM, LoadOptions
     from .screenplay import write_screenplay
-    from .screenplay.generate import check_inputs
 
     try:
         chapter = chapter_path.read_text(encoding="utf-8-sig")

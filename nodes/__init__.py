@@ -7,7 +7,7 @@ import logging
 from comfy_api.latest import ComfyExtension, io
 from typing_extensions import override
 
-from ..mangaka.llm.inprocess import release_models
+from ..mangaka.llm.inprocess import cached_models, release_models
 from . import _comfy, llm, screenplay
 
 log = logging.getLogger("mangaka")
@@ -33,7 +33,8 @@ def _hook_free() -> None:
 
 
 def _add_routes() -> None:
-    """``POST /mangaka/free`` releases the LLMs at once (the queue's /free waits for a run)."""
+    """``GET /mangaka/llm`` lists the loaded LLMs; ``POST /mangaka/free`` releases them at once
+    (ComfyUI's own ``/free`` is carried out by the queue worker, after a running prompt)."""
     try:
         from aiohttp import web
         from server import PromptServer
@@ -41,6 +42,10 @@ def _add_routes() -> None:
         return
     if getattr(PromptServer, "instance", None) is None:
         return
+
+    @PromptServer.instance.routes.get("/mangaka/llm")
+    async def _loaded(_request):
+        return web.json_response({"loaded": [m.report() for m in cached_models() if m.llama is not None]})
 
     @PromptServer.instance.routes.post("/mangaka/free")
     async def _free(_request):

@@ -1,0 +1,185 @@
+"""The pack inside a real ComfyUI 0.3.75: import, node registration, workflows over /prompt."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from mangaka.screenplay import validate_screenplay
+from tests.tiny_models import write_lora, write_model
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())
+CHAPTER = (ROOT / "prompts" / "samples" / "demo_chapter.en.txt").read_text()
+NODES = ("MangakaLoadLLM", "MangakaScreenwriter", "MangakaStructuredOutput", "MangakaSaveScreenplay")
+MODEL = "tiny-qwen35moe.gguf"
+LORA = "tiny-qwen35moe-lora.gguf"
+
+
+@pytest.fixture(scope="module")
+def server(comfy):
+    """The session's server with a tiny qwen35moe model and its LoRA in models/LLM and models/llm_loras."""
+    model = write_model(comfy.base_dir / "models" / "LLM" / MODEL, "qwen35moe", context_length=32768)
+    write_lora(comfy.base_dir / "models" / "llm_loras" / LORA, model)
+    return comfy
+
+
+def combo_options(entry: list) -> list[str]:
+    """A combo input's choices in /object_info: V3 nodes send ["COMBO", {"options": [...]}]."""
+    return entry[1]["options"] if entry[0] == "COMBO" else entry[0]
+
+
+def workflow(chapter: str = CHAPTER, panels: int = 2, dialogue: int = 2, model: str = MODEL, **load) -> dict:
+    return {
+        "1": {
+            "class_type": "MangakaLoadLLM",
+            "inputs": {
+                "model": model,
+                "context": 32768,
+                "gpu_layers": 0,
+                "threads": 1,
+                "flash_attention": False,
+                "lora": LORA,
+                "lora_strength": 1.0,
+                **load,
+            },
+        },
+        "2": {
+            "class_type": "MangakaScreenwriter",
+            "inputs": {
+                "llm": ["1", 0],
+                "chapter": chapter,
+                "language": "en",
+                "panels": panels,
+                "dialogue_lines": dialogue,
+                "max_characters": 4,
+                "sampling": "greedy",
+                "seed": 0,
+                "max_attempts": 3,
+            },
+        },
+        "3": {
+            "class_type": "MangakaSaveScreenplay",
+            "inputs": {"screenplay": ["2", 0], "filename_prefix": "mangaka/test"},
+        },
+    }
+
+
+def test_pack_imports_and_registers_its_nodes(server):
+    assert server.import_failures() == [], server.log_tail()
+    info = server.object_info()
+    missing = [n for n in NODES if n not in info]
+    assert not missing, f"not registered: {missing}"
+    load = info["MangakaLoadLLM"]
+    assert load["display_name"] == "Load LLM (GGUF)"
+    assert MODEL in combo_options(load["input"]["required"]["model"])
+    assert LORA in combo_options(load["input"]["required"]["lora"])
+    assert info["MangakaSaveScreenplay"]["output_node"] is True
+
+
+def test_only_gguf_files_are_listed(server):
+    (server.base_dir / "models" / "LLM" / "notes.txt").write_text("not a model")
+    options = combo_options(server.object_info("MangakaLoadLLM")["input"]["required"]["model"])
+    assert MODEL in options and "notes.txt" not in options
+
+
+def test_screenwriter_workflow_writes_a_valid_screenplay_with_progress(server):
+    result = server.run_prompt(workflow(), timeout=300)
+    assert result.status == "success", result.describe()
+    writer_progress = [p for p in result.progress if p.get("node") == "2"]
+    assert len(writer_progress) >= 2, result.types
+    values = [p["value"] for p in writer_progress]
+    assert values == sorted(values) and all(p["max"] > 0 for p in writer_progress)
+    saved = Path(result.outputs["3"]["text"][0].removeprefix("saved "))
+    files = sorted((server.base_dir / "output" / "mangaka").glob("test_*.json"))
+    assert files and files[-1].name == saved.name
+    data = json.loads(files[-1].read_text(encoding="utf-8"))
+    jsonschema.validate(data, SCHEMA)
+    assert validate_screenplay(data) == []
+    assert len(data["panels"]) == 2 and len(data["dialogue"]) == 2
+
+
+def test_save_never_overwrites(server):
+    first = server.run_prompt(workflow(panels=1, dialogue=1), timeout=300)
+    second = server.run_prompt(workflow(panels=1, dialogue=1, lora_strength=0.5), timeout=300)
+    assert first.status == second.status == "success", first.describe() + second.describe()
+    names = [r.outputs["3"]["text"][0] for r in (first, second)]
+    assert names[0] != names[1]
+
+
+def test_interrupt_during_generation_stops_within_a_second(server):
+    # The largest request the tiny model's context allows: many seconds of generation.
+    run = server.start_prompt(workflow(panels=24, dialogue=48, lora_strength=0.25))
+    run.wait_for(lambda m: m.get("type") == "progress" and m["data"].get("node") == "2", timeout=120)
+    asked = time.monotonic()
+    assert server.interrupt() == 200
+    run.wait_for(lambda m: m.get("type") == "execution_interrupted", timeout=10)
+    stopped_after = time.monotonic() - asked
+    result = run.wait(60)
+    assert result.status == "interrupted", result.describe()
+    assert stopped_after < 1.0, f"stopped {stopped_after:.2f} s after /interrupt"
+    # The model is still usable afterwards.
+    again = server.run_prompt(workflow(panels=1, dialogue=1), timeout=300)
+    assert again.status == "success", again.describe()
+
+
+def test_empty_chapter_is_a_readable_400(server):
+    status, body = server.post_prompt(workflow(chapter="   "))
+    assert status == 400, body
+    errors = body["node_errors"]["2"]["errors"]
+    assert errors[0]["type"] == "custom_validation_failed"
+    assert "the chapter is empty" in errors[0]["details"]
+
+
+def test_missing_model_is_a_readable_400(server):
+    status, body = server.post_prompt(workflow(model="Qwen3.5-35B-A3B-Q4_K_M.gguf"))
+    assert status == 400, body
+    text = json.dumps(body["node_errors"]["1"])
+    assert "Qwen3.5-35B-A3B-Q4_K_M.gguf" in text
+
+
+def test_free_releases_the_llm(server):
+    result = server.run_prompt(workflow(panels=1, dialogue=1, lora_strength=0.75), timeout=300)
+    assert result.status == "success", result.describe()
+    assert server.get_json("/mangaka/llm")["loaded"], "the model should be cached after a run"
+    assert server.free() == 200
+    deadline = time.monotonic() + 10
+    while server.get_json("/mangaka/llm")["loaded"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert server.get_json("/mangaka/llm")["loaded"] == []
+
+
+def test_structured_output_with_a_user_schema(server):
+    schema = {
+        "type": "object",
+        "properties": {"mood": {"type": "string", "enum": ["calm", "tense"]}},
+        "required": ["mood"],
+        "additionalProperties": False,
+    }
+    prompt = {
+        "1": workflow()["1"],
+        "2": {
+            "class_type": "MangakaStructuredOutput",
+            "inputs": {
+                "llm": ["1", 0],
+                "prompt": "What is the mood of the scene?",
+                "schema": json.dumps(schema),
+                "system": "Answer with JSON only.",
+                "max_tokens": 64,
+                "max_attempts": 2,
+                "sampling": "greedy",
+                "seed": 0,
+            },
+        },
+        "3": {"class_type": "PreviewAny", "inputs": {"source": ["2", 0]}},
+    }
+    result = server.run_prompt(prompt, timeout=120)
+    assert result.status == "success", result.describe()
+    bad = dict(prompt)
+    bad["2"] = {**prompt["2"], "inputs": {**prompt["2"]["inputs"], "schema": '{"not": {}}'}}
+    status, body = server.post_prompt(bad)
+    assert status == 400 and "'not'" in json.dumps(body["node_errors"]["2"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from comfy_api.latest import ComfyExtension, io
@@ -49,7 +50,9 @@ def _add_routes() -> None:
 
     @PromptServer.instance.routes.post("/mangaka/free")
     async def _free(_request):
-        return web.json_response({"released": release_models()})
+        # In a worker thread: release waits for a running generation, the server must not.
+        released = await asyncio.get_running_loop().run_in_executor(None, release_models)
+        return web.json_response({"released": released})
 
 
 class MangakaExtension(ComfyExtension):

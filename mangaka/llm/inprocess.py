@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,18 @@ class LoadedModel:
                 self.adapters.clear()  # adapters are freed with their model
 
 
-_CACHE: dict[tuple, LoadedModel] = {}
+_CACHE: OrderedDict[tuple, LoadedModel] = OrderedDict()  # least recently used first
 _CACHE_LOCK = threading.Lock()
+
+
+def max_loaded_models() -> int:
+    """How many models stay loaded at once (``MANGAKA_MAX_LOADED_MODELS``, default 1): loading
+    another frees the least recently used, so switching models never holds two 20 GB files."""
+    raw = os.environ.get("MANGAKA_MAX_LOADED_MODELS", "1")
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        raise MangakaError(f"MANGAKA_MAX_LOADED_MODELS must be a whole number, got {raw!r}") from None
 
 
 def _cache_key(path: Path, options: LoadOptions) -> tuple:
@@ -113,11 +124,18 @@ def load_model(path: str | Path, options: LoadOptions | None = None) -> LoadedMo
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None and cached.llama is not None:
+            _CACHE.move_to_end(key)
             return cached
         info = read_gguf_info(path)
         if info.file_type == "adapter":
             raise ModelFileError(f"{path} is a LoRA adapter, not a model; give it as the LoRA input instead")
         check_architecture(info.architecture, f"model {path.name}")
+        while len(_CACHE) >= max_loaded_models():
+            _old_key, old = _CACHE.popitem(last=False)
+            log.info(
+                "freeing %s to make room (MANGAKA_MAX_LOADED_MODELS=%d)", old.path.name, max_loaded_models()
+            )
+            old.close()
         loaded = _load(path, info, options)
         _CACHE[key] = loaded
         return loaded

@@ -42,11 +42,19 @@ def test_context_never_exceeds_trained_length_and_threads_default_to_cores(qwen3
     assert model.llama.context_params.n_threads == os.cpu_count()
 
 
-def test_second_load_comes_from_the_cache(qwen35moe):
+def test_second_load_comes_from_the_cache(qwen35moe, monkeypatch):
+    monkeypatch.setenv("MANGAKA_MAX_LOADED_MODELS", "2")
     first = load_model(qwen35moe, SMALL)
     assert load_model(qwen35moe, SMALL) is first
-    assert load_model(qwen35moe, LoadOptions(n_ctx=2048)) is not first
+    assert load_model(qwen35moe, LoadOptions(n_ctx=2048, n_threads=1)) is not first
     assert len(cached_models()) == 2
+
+
+def test_loading_another_model_frees_the_least_recently_used(qwen35moe, qwen3moe):
+    first = load_model(qwen35moe, SMALL)  # default: one model at a time
+    second = load_model(qwen3moe, SMALL)
+    assert first.llama is None and second.llama is not None
+    assert cached_models() == [second]
 
 
 def test_release_frees_and_a_handle_reloads(qwen35moe):

@@ -9,7 +9,13 @@ from comfy_api.latest import io
 from ..mangaka.errors import MangakaError
 from ..mangaka.llm.base import PRESETS, sampling_preset
 from ..mangaka.llm.grammar import schema_to_gbnf
-from ..mangaka.llm.inprocess import DEFAULT_N_CTX, LlamaCppLLM, LoadOptions
+from ..mangaka.llm.inprocess import (
+    DEFAULT_N_CTX,
+    LlamaCppLLM,
+    LoadOptions,
+    check_lora_file,
+    check_model_file,
+)
 from . import _comfy
 
 LLM = io.Custom("MANGAKA_LLM")
@@ -64,6 +70,15 @@ class LoadLLM(io.ComfyNode):
             return f"Load LLM: model {msg}"
         if lora not in (None, _comfy.NONE) and (msg := _comfy.missing_file_message(_comfy.LORA_FOLDER, lora)):
             return f"Load LLM: LoRA {msg}"
+        if model is None:
+            return True
+        # Read the GGUF headers now, so a wrong file is a 400 before the queue runs.
+        try:
+            info = check_model_file(_comfy.full_path(_comfy.LLM_FOLDER, model))
+            if lora not in (None, _comfy.NONE):
+                check_lora_file(_comfy.full_path(_comfy.LORA_FOLDER, lora), info.architecture, model)
+        except MangakaError as exc:
+            return f"Load LLM: {exc}"
         return True
 
     @classmethod

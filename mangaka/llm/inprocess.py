@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import threading
@@ -112,6 +113,49 @@ def _cache_key(path: Path, options: LoadOptions) -> tuple:
     return (str(path.resolve()), st.st_size, st.st_mtime_ns, options)
 
 
+@functools.lru_cache(maxsize=64)
+def _header(path: str, _size: int, _mtime_ns: int) -> GGUFInfo:
+    return read_gguf_info(path)
+
+
+def gguf_header(path: str | Path) -> GGUFInfo:
+    """The file's GGUF metadata, read once per file version (path, size, modification time)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"model file {path} not found")
+    st = path.stat()
+    return _header(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def check_model_file(path: str | Path) -> GGUFInfo:
+    """Check, without loading, that ``path`` is a GGUF model the installed llama.cpp can load."""
+    path = Path(path)
+    info = gguf_header(path)
+    if info.file_type == "adapter":
+        raise ModelFileError(f"{path} is a LoRA adapter, not a model; give it as the LoRA input instead")
+    check_architecture(info.architecture, f"model {path.name}")
+    return info
+
+
+def check_lora_file(lora: str | Path, architecture: str, model_name: str) -> GGUFInfo:
+    """Check that ``lora`` is a GGUF LoRA adapter for models of ``architecture``."""
+    lora = Path(lora)
+    if not lora.is_file():
+        raise LoraError(f"LoRA file {lora} not found")
+    info = gguf_header(lora)
+    if info.file_type != "adapter" or info.metadata.get("adapter.type") != "lora":
+        raise LoraError(
+            f"{lora} is not a LoRA adapter GGUF (general.type={info.file_type!r}); "
+            "convert the adapter with llama.cpp's convert_lora_to_gguf.py"
+        )
+    if info.architecture != architecture:
+        raise LoraError(
+            f"LoRA {lora.name} was made for {info.architecture!r} models, but {model_name} is "
+            f"{architecture!r}; use an adapter trained for this base model"
+        )
+    return info
+
+
 def load_model(path: str | Path, options: LoadOptions | None = None) -> LoadedModel:
     """Load (or return the cached) model. Checks the file and its architecture before loading."""
     options = options or LoadOptions()
@@ -126,10 +170,7 @@ def load_model(path: str | Path, options: LoadOptions | None = None) -> LoadedMo
         if cached is not None and cached.llama is not None:
             _CACHE.move_to_end(key)
             return cached
-        info = read_gguf_info(path)
-        if info.file_type == "adapter":
-            raise ModelFileError(f"{path} is a LoRA adapter, not a model; give it as the LoRA input instead")
-        check_architecture(info.architecture, f"model {path.name}")
+        info = check_model_file(path)
         while len(_CACHE) >= max_loaded_models():
             _old_key, old = _CACHE.popitem(last=False)
             log.info(
@@ -200,17 +241,7 @@ def cached_models() -> list[LoadedModel]:
 
 
 def _check_adapter(model: LoadedModel, lora: Path) -> None:
-    info = read_gguf_info(lora)
-    if info.file_type != "adapter" or info.metadata.get("adapter.type") != "lora":
-        raise LoraError(
-            f"{lora} is not a LoRA adapter GGUF (general.type={info.file_type!r}); "
-            "convert the adapter with llama.cpp's convert_lora_to_gguf.py"
-        )
-    if info.architecture != model.architecture:
-        raise LoraError(
-            f"LoRA {lora.name} was made for {info.architecture!r} models, but {model.path.name} is "
-            f"{model.architecture!r}; use an adapter trained for this base model"
-        )
+    check_lora_file(lora, model.architecture, model.path.name)
 
 
 def apply_lora(model: LoadedModel, lora: Path | None, scale: float = 1.0) -> None:
@@ -267,8 +298,6 @@ class LlamaCppLLM:
         self.lora = Path(lora) if lora else None
         self.lora_scale = float(lora_scale)
         if self.lora is not None:
-            if not self.lora.is_file():
-                raise LoraError(f"LoRA file {self.lora} not found")
             _check_adapter(self._model, self.lora)
         self.name = self.path.name + (f" + {self.lora.name}@{self.lora_scale:g}" if self.lora else "")
 

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from mangaka.screenplay import validate_screenplay
-from tests.tiny_models import write_lora, write_model
+from tests.tiny_models import write_lora, write_model, write_unsupported_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())
@@ -23,8 +23,11 @@ LORA = "tiny-qwen35moe-lora.gguf"
 @pytest.fixture(scope="module")
 def server(comfy):
     """The session's server with a tiny qwen35moe model and its LoRA in models/LLM and models/llm_loras."""
-    model = write_model(comfy.base_dir / "models" / "LLM" / MODEL, "qwen35moe", context_length=32768)
-    write_lora(comfy.base_dir / "models" / "llm_loras" / LORA, model)
+    models, loras = comfy.base_dir / "models" / "LLM", comfy.base_dir / "models" / "llm_loras"
+    model = write_model(models / MODEL, "qwen35moe", context_length=32768)
+    write_lora(loras / LORA, model)
+    write_unsupported_model(models / "tiny-qwen99moe.gguf")
+    write_lora(loras / "tiny-qwen3moe-lora.gguf", "qwen3moe")
     return comfy
 
 
@@ -140,6 +143,20 @@ def test_missing_model_is_a_readable_400(server):
     assert status == 400, body
     text = json.dumps(body["node_errors"]["1"])
     assert "Qwen3.5-35B-A3B-Q4_K_M.gguf" in text
+
+
+def test_unsupported_architecture_is_a_readable_400(server):
+    status, body = server.post_prompt(workflow(model="tiny-qwen99moe.gguf"))
+    assert status == 400, body
+    details = body["node_errors"]["1"]["errors"][0]["details"]
+    assert "'qwen99moe'" in details and "cannot load" in details
+
+
+def test_lora_for_another_architecture_is_a_readable_400(server):
+    status, body = server.post_prompt(workflow(lora="tiny-qwen3moe-lora.gguf"))
+    assert status == 400, body
+    details = body["node_errors"]["1"]["errors"][0]["details"]
+    assert "made for 'qwen3moe' models" in details
 
 
 def test_free_releases_the_llm(server):

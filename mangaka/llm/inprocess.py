@@ -33,6 +33,8 @@ from .chat import THINK_OPEN, normalize_messages, split_reasoning
 from .gguf_info import GGUFInfo, read_gguf_info
 from .grammar import schema_to_gbnf
 from .native import check_architecture, import_llama_cpp
+from .prefix import PrefixCache
+from .prefix import prepare as prepare_prefix
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +74,9 @@ class LoadedModel:
     adapters: dict[Path, Any] = field(default_factory=dict)  # adapter file → llama_adapter_lora*
     active_lora: tuple[Path, float] | None = None
     _abort_flag: list[bool] = field(default_factory=lambda: [False])
+    prefix_cache: PrefixCache = field(default_factory=PrefixCache)
     _abort_cb: Any = None
-    _formatter: Any = None
+    _formatters: dict[bool, Any] = field(default_factory=dict)
 
     @property
     def architecture(self) -> str:
@@ -92,6 +95,7 @@ class LoadedModel:
                 self.llama.close()
                 self.llama = None
                 self.adapters.clear()  # adapters are freed with their model
+                self.prefix_cache.clear()
 
 
 _CACHE: OrderedDict[tuple, LoadedModel] = OrderedDict()  # least recently used first
@@ -271,7 +275,8 @@ def apply_lora(model: LoadedModel, lora: Path | None, scale: float = 1.0) -> Non
     if rc != 0:
         raise LoraError(f"llama.cpp refused to set the LoRA adapters (code {rc})")
     model.active_lora = wanted
-    model.llama.reset()  # cached KV was computed with the old weights
+    model.llama.reset()  # cached KV and snapshots were computed with the old weights
+    model.prefix_cache.clear()
     log.info("LoRA %s", f"{wanted[0].name} at {wanted[1]}" if wanted else "detached")
 
 
@@ -312,8 +317,9 @@ class LlamaCppLLM:
     def n_ctx(self) -> int:
         return self.model.n_ctx
 
-    def _formatter(self) -> Any:
-        if self.model._formatter is None:
+    def _formatter(self, generation_prompt: bool = True) -> Any:
+        formatters = self.model._formatters
+        if generation_prompt not in formatters:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             llama = self.model.llama
@@ -325,20 +331,41 @@ class LlamaCppLLM:
             eos = llama.detokenize([vocab.token_eos()], special=True).decode(errors="replace")
             bos_id = vocab.token_bos()
             bos = llama.detokenize([bos_id], special=True).decode(errors="replace") if bos_id >= 0 else ""
-            self.model._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-        return self.model._formatter
+            formatters[generation_prompt] = Jinja2ChatFormatter(
+                template=template, eos_token=eos, bos_token=bos, add_generation_prompt=generation_prompt
+            )
+        return formatters[generation_prompt]
 
     def render(self, messages: list[Message], *, thinking: bool = False) -> str:
-        messages = normalize_messages(messages)
+        return self._render(normalize_messages(messages), thinking, generation_prompt=True)
+
+    def _render(self, messages: list[Message], thinking: bool, *, generation_prompt: bool) -> str:
         try:
-            result = self._formatter()(messages=messages, enable_thinking=thinking)
+            result = self._formatter(generation_prompt)(messages=messages, enable_thinking=thinking)
         except Exception as exc:  # noqa: BLE001 - Jinja raises anything a template does
             raise GenerationError(f"{self.model.path.name}'s chat template failed: {exc}") from None
         return result.prompt
 
+    def _tokenize(self, text: str) -> list[int]:
+        return self.model.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def message_boundaries(self, messages: list[Message], tokens: list[int], *, thinking: bool) -> list[int]:
+        """Token counts at which a prefix of the conversation ends (after the system prompt, after
+        each later message): the points where a prompt snapshot can serve a later call."""
+        normalized = normalize_messages(messages)
+        full = self._render(normalized, thinking, generation_prompt=True)
+        out: list[int] = []
+        for k in range(1, len(normalized)):
+            head = self._render(normalized[:k], thinking, generation_prompt=False)
+            if not full.startswith(head):
+                continue
+            head_tokens = self._tokenize(head)
+            if 0 < len(head_tokens) < len(tokens) and tokens[: len(head_tokens)] == head_tokens:
+                out.append(len(head_tokens))
+        return out
+
     def tokenize_prompt(self, messages: list[Message], *, thinking: bool = False) -> list[int]:
-        prompt = self.render(messages, thinking=thinking)
-        return self.model.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return self._tokenize(self.render(messages, thinking=thinking))
 
     def count_tokens(self, messages: list[Message], *, thinking: bool = False) -> int:
         return len(self.tokenize_prompt(messages, thinking=thinking))
@@ -380,8 +407,10 @@ class LlamaCppLLM:
             budget = min(max_tokens, n_ctx - n_prompt)
             if budget < max_tokens:
                 log.info("token budget %d cut to %d: the context has room for no more", max_tokens, budget)
-            reused = _common_prefix(model.llama, tokens)
-            text, finish, n_out = self._run(tokens, grammar, sampling, budget, on_progress, cancel)
+            boundaries = self.message_boundaries(messages, tokens, thinking=thinking)
+            text, finish, n_out, reused = self._run(
+                tokens, boundaries, grammar, sampling, budget, on_progress, cancel
+            )
         usage = Usage(
             prompt_tokens=n_prompt, completion_tokens=n_out, prompt_tokens_decoded=n_prompt - reused
         )
@@ -403,12 +432,13 @@ class LlamaCppLLM:
     def _run(
         self,
         tokens: list[int],
+        boundaries: list[int],
         grammar: Any,
         s: Sampling,
         budget: int,
         on_progress: ProgressFn | None,
         cancel: CancelFn | None,
-    ) -> tuple[str, str, int]:
+    ) -> tuple[str, str, int, int]:
         model = self.model
         llama = model.llama
         flag = model._abort_flag
@@ -420,10 +450,12 @@ class LlamaCppLLM:
         llama.set_seed(s.seed)
         try:
             with stop_watch:
-                # Our own loop over Llama.generate (prefix reuse and the sampler chain are the
-                # library's): exact token counts, progress per token, cancel between tokens.
+                start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
+                # Our own loop over Llama.generate (the sampler chain is the library's), fed only
+                # what the context does not hold yet: exact token counts, progress per token,
+                # cancel between tokens.
                 for token in llama.generate(
-                    tokens,
+                    tokens[start:],
                     temp=s.temperature,
                     top_k=s.top_k,
                     top_p=s.top_p,
@@ -431,7 +463,7 @@ class LlamaCppLLM:
                     presence_penalty=s.presence_penalty,
                     repeat_penalty=s.repeat_penalty,
                     grammar=grammar,
-                    reset=True,
+                    reset=False,
                 ):
                     if is_eog(vocab, token):
                         finish = "stop"
@@ -451,16 +483,7 @@ class LlamaCppLLM:
         if stop_watch.cancelled():
             llama.reset()
             raise Cancelled("generation interrupted")
-        return text, finish, n_out
-
-
-def _common_prefix(llama: Any, tokens: list[int]) -> int:
-    n = 0
-    for a, b in zip(llama._input_ids[: llama.n_tokens], tokens, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n
+        return text, finish, n_out, reused
 
 
 class _CancelWatch:

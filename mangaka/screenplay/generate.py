@@ -263,9 +263,12 @@ def write_screenplay(
     chapter_block = prompt("screenwriter/chapter", plang, chapter=chapter.strip())
 
     def messages(task: str) -> list[Message]:
+        # The chapter is a message of its own: the backend snapshots the prompt at message
+        # boundaries, so the script call (and every retry) reuses the decoded chapter.
         return [
             {"role": "system", "content": system},
-            {"role": "user", "content": f"{chapter_block}\n\n{task}"},
+            {"role": "user", "content": chapter_block},
+            {"role": "user", "content": task},
         ]
 
     attempts: list[Attempt] = []

@@ -316,9 +316,8 @@ def test_both_calls_share_the_system_prompt_and_chapter_prefix():
     first, second = (call["messages"] for call in llm.calls)
     assert first[0] == second[0] and first[0]["role"] == "system"
     assert "shoujo manga" in first[0]["content"] and "English" in first[0]["content"]
-    cast_user, script_user = first[1]["content"], second[1]["content"]
-    prefix = cast_user.split("</chapter>")[0]
-    assert CHAPTER in prefix and script_user.startswith(prefix)
+    assert first[1] == second[1] and first[1]["role"] == "user" and CHAPTER in first[1]["content"]
+    cast_user, script_user = first[2]["content"], second[2]["content"]
     assert "Task 1 of 2" in cast_user and "Task 2 of 2" in script_user
     assert "- akira: Akira — teenage boy" in script_user and "p1, p2, p3" in script_user
     assert "$" not in cast_user + script_user
@@ -335,7 +334,7 @@ def test_chinese_and_japanese_prompts():
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
     write_screenplay(llm, "雨落在空无一人的车站。", language="zh", panels=3, dialogue=4)
     assert "简体中文" in llm.calls[0]["messages"][0]["content"]
-    assert "第 1 步" in llm.calls[0]["messages"][1]["content"]
+    assert "第 1 步" in llm.calls[0]["messages"][2]["content"]
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
     sp = write_screenplay(llm, "雨の駅。", language="ja", panels=3, dialogue=4).screenplay
     assert "Japanese" in llm.calls[0]["messages"][0]["content"] and sp.language == "ja"

@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -136,6 +137,23 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    figures = bench.run(
+        threads=args.threads or (os.cpu_count() or 1),
+        gpu_layers=args.gpu_layers,
+        quick=args.quick,
+        engine=args.engine,
+        only=args.only,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(figures, sort_keys=False) + "\n")
+    else:
+        sys.stdout.write(bench.format_table(figures) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mangaka", description="Mangaka: novel chapter → manga")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -150,6 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chapter", type=Path, help="chapter text file (default: a sample chapter)")
     _add_model_args(p, model_required=False)
     p.set_defaults(func=cmd_demo, panels=4, dialogue=6)
+
+    p = sub.add_parser("bench", help="speed figures measured side by side on this machine (see README)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
+    p.add_argument("--quick", action="store_true", help="fewer tokens and one repeat: a smoke run")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
+    p.add_argument("--gpu-layers", type=int, default=0, help="layers on the GPU (-1 all)")
+    p.add_argument("--engine", help="constrained-decoding engine (default: the fastest measured)")
+    p.add_argument("--only", action="append", help="run only this part (repeatable)")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
     p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")

@@ -317,7 +317,21 @@ class _Vocab:
         return self.tokens.index(token)
 
 
-def _build_vocab() -> _Vocab:
+def _filler_piece(i: int) -> str:
+    """A unique lowercase word for filler token ``i`` (half of them space-prefixed, as in BPE)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    word = ""
+    n = i // 2
+    while True:
+        word = letters[n % 26] + word
+        n = n // 26 - 1
+        if n < 0:
+            break
+    return ("\u0120" if i % 2 else "") + "q" + word  # "q…" never collides with the merges
+
+
+def _build_vocab(vocab_size: int | None = None) -> _Vocab:
+    """The byte tokens, the merges, filler words up to ``vocab_size`` if given, then specials."""
     b2u = _byte_to_unicode()
     tokens = [b2u[b] for b in range(256)]
     types = [int(gguf.TokenType.NORMAL)] * 256
@@ -332,6 +346,14 @@ def _build_vocab() -> _Vocab:
             tokens.append(merged)
             types.append(int(gguf.TokenType.NORMAL))
             known.add(merged)
+    if vocab_size is not None:
+        fill = vocab_size - len(tokens) - len(SPECIAL_TOKENS)
+        if fill < 0:
+            raise ValueError(
+                f"vocab_size {vocab_size} is below the {len(tokens) + len(SPECIAL_TOKENS)} base tokens"
+            )
+        tokens.extend(_filler_piece(i) for i in range(fill))
+        types.extend([int(gguf.TokenType.NORMAL)] * fill)
     for special in SPECIAL_TOKENS:
         tokens.append(special)
         # As in the real Qwen files: the ChatML markers are control tokens, the think tags are
@@ -479,16 +501,18 @@ def write_model(
     *,
     seed: int = 0,
     context_length: int = 4096,
+    vocab_size: int | None = None,
 ) -> Path:
     """Write a tiny random-weight model of architecture ``arch`` to ``path`` and return the path.
 
     ``context_length`` is stored as ``<arch>.context_length`` (the trained context length).
-    The same ``seed`` gives byte-identical files.
+    ``vocab_size`` pads the vocabulary with filler words (e.g. 248320, Qwen3.5's, to measure
+    per-token costs that grow with the vocabulary). The same ``seed`` gives byte-identical files.
     """
     spec = spec_for(arch)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    vocab = _build_vocab()
+    vocab = _build_vocab(vocab_size)
     rng = np.random.default_rng(seed)
 
     w = gguf.GGUFWriter(str(out), arch)
@@ -521,6 +545,9 @@ _LORA_TARGETS: dict[str, tuple[str, ...]] = {
         "ffn_down_shexp",
     ),
     "qwen3moe": ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate_inp"),
+    # Real dense models (SmolLM2, gemma-3), for LoRA memory measurements on trained weights.
+    "llama": ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"),
+    "gemma3": ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"),
 }
 
 

@@ -1,8 +1,13 @@
 """Grammar-constrained token choice for ``mangaka.llm.decode``: three engines, one language.
 
 Every engine is built from a GBNF grammar (``grammar.schema_to_gbnf``, control-character fix
-included) and the loaded model, and enforces exactly llama.cpp's reading of that grammar, so with
-greedy sampling all three produce the same tokens as llama-cpp-python's ``grammar=`` path.
+included) and the loaded model, and enforces llama.cpp's reading of that grammar, so with greedy
+sampling all three produce the same tokens as llama-cpp-python's ``grammar=`` path. llguidance
+gets the grammar through its own GBNF-to-Lark converter, with forcing turned off (by default it
+narrows the mask to a single token where the grammar forces bytes) and the token bytes llama.cpp's
+grammar sees (special tokens as their text). One deliberate difference remains: llguidance never
+allows the bytes F5-FF, which cannot occur in UTF-8; llama.cpp's grammar reads them as the start
+of a 4-byte character (only single-byte fallback tokens carry them; trained models never pick them).
 
 - ``"llguidance"`` (default): the sampled token is checked first with llguidance's matcher (about
   a microsecond); only when it is rejected is the token mask computed (tens to hundreds of

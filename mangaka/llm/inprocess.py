@@ -30,6 +30,8 @@ from ..errors import (
 )
 from .base import CancelFn, Completion, Message, ProgressFn, Sampling, Usage
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
+from .constrain import DEFAULT_ENGINE, ENGINES, forget_model, make_constraint
+from .decode import decode
 from .gguf_info import GGUFInfo, read_gguf_info
 from .grammar import schema_to_gbnf
 from .native import check_architecture, import_llama_cpp
@@ -92,6 +94,7 @@ class LoadedModel:
     def close(self) -> None:
         with self.lock:
             if self.llama is not None:
+                forget_model(self.llama)  # constrained-decoding tables built for this model
                 self.llama.close()
                 self.llama = None
                 self.adapters.clear()  # adapters are freed with their model
@@ -296,8 +299,10 @@ class LlamaCppLLM:
         options: LoadOptions | None = None,
         lora: str | Path | None = None,
         lora_scale: float = 1.0,
+        engine: str = DEFAULT_ENGINE,
     ) -> None:
         self.path = Path(path)
+        self.engine = engine  # constrained decoding: mangaka.llm.constrain.ENGINES
         self.options = options or LoadOptions()
         self._model = load_model(self.path, self.options)
         self.lora = Path(lora) if lora else None
@@ -380,16 +385,16 @@ class LlamaCppLLM:
         thinking: bool = False,
         on_progress: ProgressFn | None = None,
         cancel: CancelFn | None = None,
+        engine: str | None = None,
     ) -> Completion:
         sampling = sampling or Sampling()
         if schema is not None and thinking:
             log.info("thinking turned off: output is constrained to a schema")
             thinking = False
-        grammar = None
-        if schema is not None:
-            from llama_cpp import LlamaGrammar
-
-            grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
+        grammar = schema_to_gbnf(schema) if schema is not None else None
+        engine = engine or self.engine
+        if engine not in ENGINES:
+            raise MangakaError(f"unknown constrained-decoding engine {engine!r}; valid: {', '.join(ENGINES)}")
         model = self.model
         with model.lock:
             if model.llama is None:
@@ -409,7 +414,7 @@ class LlamaCppLLM:
                 log.info("token budget %d cut to %d: the context has room for no more", max_tokens, budget)
             boundaries = self.message_boundaries(messages, tokens, thinking=thinking)
             text, finish, n_out, reused = self._run(
-                tokens, boundaries, grammar, sampling, budget, on_progress, cancel
+                tokens, boundaries, grammar, engine, sampling, budget, on_progress, cancel
             )
         usage = Usage(
             prompt_tokens=n_prompt, completion_tokens=n_out, prompt_tokens_decoded=n_prompt - reused
@@ -433,7 +438,8 @@ class LlamaCppLLM:
         self,
         tokens: list[int],
         boundaries: list[int],
-        grammar: Any,
+        grammar: str | None,
+        engine: str,
         s: Sampling,
         budget: int,
         on_progress: ProgressFn | None,
@@ -443,47 +449,32 @@ class LlamaCppLLM:
         llama = model.llama
         flag = model._abort_flag
         stop_watch = _CancelWatch(cancel, flag)
-        vocab = llama._model.vocab
-        is_eog = import_llama_cpp().llama_vocab_is_eog
-        out: list[int] = []
-        finish = "length"
-        llama.set_seed(s.seed)
+
+        def on_token(n: int) -> bool:
+            if on_progress is not None:
+                on_progress(n, budget)
+            return stop_watch.poll()
+
+        constraint = make_constraint(engine, llama, grammar) if grammar is not None else None
         try:
             with stop_watch:
                 start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
-                # Our own loop over Llama.generate (the sampler chain is the library's), fed only
-                # what the context does not hold yet: exact token counts, progress per token,
-                # cancel between tokens.
-                for token in llama.generate(
-                    tokens[start:],
-                    temp=s.temperature,
-                    top_k=s.top_k,
-                    top_p=s.top_p,
-                    min_p=s.min_p,
-                    presence_penalty=s.presence_penalty,
-                    repeat_penalty=s.repeat_penalty,
-                    grammar=grammar,
-                    reset=False,
-                ):
-                    if is_eog(vocab, token):
-                        finish = "stop"
-                        break
-                    out.append(token)
-                    if on_progress is not None:
-                        on_progress(len(out), budget)
-                    if stop_watch.poll() or len(out) >= budget:
-                        break
-            text = llama.detokenize(out, prev_tokens=tokens).decode("utf-8", errors="replace")
-            n_out = len(out)
+                result = decode(
+                    llama, tokens, start, sampling=s, constraint=constraint, budget=budget, on_token=on_token
+                )
+            text = llama.detokenize(result.tokens, prev_tokens=tokens).decode("utf-8", errors="replace")
         except RuntimeError as exc:
             if stop_watch.cancelled():
                 llama.reset()
                 raise Cancelled("generation interrupted") from None
             raise GenerationError(f"llama.cpp failed while generating: {exc}") from None
-        if stop_watch.cancelled():
+        finally:
+            if constraint is not None:
+                constraint.close()
+        if stop_watch.cancelled() or result.finish_reason == "cancelled":
             llama.reset()
             raise Cancelled("generation interrupted")
-        return text, finish, n_out, reused
+        return text, result.finish_reason, len(result.tokens), reused
 
 
 class _CancelWatch:

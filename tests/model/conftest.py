@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiny_models import write_lora, write_model, write_unsupported_model
+from mangaka.tiny_models import write_lora, write_model, write_unsupported_model
 
 TRAINED_CONTEXT = 4096
 

@@ -15,7 +15,7 @@ from mangaka.llm.base import PRESETS
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
 from mangaka.screenplay import validate_screenplay, write_screenplay
 from mangaka.structured import generate_json
-from tests.tiny_models import write_lora, write_model
+from mangaka.tiny_models import write_lora, write_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())

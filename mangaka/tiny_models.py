@@ -1,4 +1,4 @@
-"""Tiny random-weight GGUF models written at test time.
+"""Tiny random-weight GGUF models, written at test and benchmark time (needs the `gguf` package).
 
 The files are produced with the PyPI ``gguf`` package and load in the llama.cpp bundled with
 llama-cpp-python. They have real architectures (``qwen35moe``: Gated-DeltaNet plus gated
@@ -518,7 +518,7 @@ def write_model(
     w = gguf.GGUFWriter(str(out), arch)
     w.add_type(gguf.GGUFType.MODEL)
     w.add_name(f"tiny-{arch}")
-    w.add_description("random weights, written by tests/tiny_models.py")
+    w.add_description("random weights, written by mangaka/tiny_models.py")
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     w.add_vocab_size(len(vocab.tokens))
     _add_hparams(w, spec, context_length)

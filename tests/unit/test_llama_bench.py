@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import sys
 import tarfile
 from pathlib import Path
 
@@ -124,3 +125,49 @@ def test_tg_only():
     tests = [t for t in json.loads(SAMPLE) if t["n_gen"]]
     result = llama_bench.parse_llama_bench_json(json.dumps(tests))
     assert "pp_tokens_per_s" not in result and result["tg_tokens_per_s"] == 80.25
+
+
+# ninja's link command for llama-bench in a static build of this llama.cpp (ninja -t commands).
+LINK = (
+    ": && /usr/bin/c++ -O3 -DNDEBUG  tools/llama-bench/CMakeFiles/llama-bench.dir/main.cpp.o"
+    " -o bin/llama-bench"
+    "  tools/llama-bench/libllama-bench-impl.a  common/libllama-common.a  common/libllama-common-base.a"
+    "  vendor/cpp-httplib/libcpp-httplib.a  src/libllama.a  ggml/src/libggml.a  -ldl  ggml/src/libggml-cpu.a"
+    "  ggml/src/libggml-base.a  -lm  /usr/lib/gcc/x86_64-linux-gnu/12/libgomp.so"
+    "  /usr/lib/x86_64-linux-gnu/libpthread.a && :"
+)
+
+
+def test_link_to_the_wheel_replaces_only_llama_and_ggml():
+    lib = Path("/venv/site-packages/llama_cpp/lib")
+    args, inputs = llama_bench.wheel_link_args(LINK, lib)
+    assert args[0] == "/usr/bin/c++" and args[-1] == f"-Wl,-rpath,{lib}"
+    for name in ("libllama", "libggml", "libggml-cpu", "libggml-base"):
+        assert str(lib / f"{name}.so") in args
+    assert not [a for a in args if a.startswith(("src/", "ggml/"))]
+    assert inputs == [
+        "tools/llama-bench/CMakeFiles/llama-bench.dir/main.cpp.o",
+        "tools/llama-bench/libllama-bench-impl.a",
+        "common/libllama-common.a",
+        "common/libllama-common-base.a",
+        "vendor/cpp-httplib/libcpp-httplib.a",
+    ]
+    assert "common/libllama-common.a" in args and "/usr/lib/x86_64-linux-gnu/libpthread.a" in args
+
+
+def test_an_unexpected_link_command_is_refused():
+    with pytest.raises(llama_bench.BenchBuildError, match="unexpected link command"):
+        llama_bench.wheel_link_args(": && c++ main.o -o bin/llama-bench && :", Path("/lib"))
+
+
+def test_wheel_builds_are_cached_per_lib_folder(tmp_path):
+    a = llama_bench.cached_path(tmp_path, "0.3.36", "cpu", None, Path("/a/lib"))
+    b = llama_bench.cached_path(tmp_path, "0.3.36", "cpu", None, Path("/b/lib"))
+    source = llama_bench.cached_path(tmp_path, "0.3.36", "cpu", None, None)
+    assert len({a, b, source}) == 3 and a.parent.name.startswith("wheel-")
+    assert a.name == "llama-bench"
+
+
+def test_the_wheel_of_this_interpreter_is_found():
+    libdir, version = llama_bench.wheel_libdir(sys.executable)
+    assert (libdir / "libllama.so").exists() and version == install.PINNED_VERSION

@@ -149,7 +149,7 @@ def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | N
     model = tiny_model("qwen35moe-248k", arch="qwen35moe", vocab_size=QWEN35_VOCAB, context_length=32768)
     schema = {
         "type": "object",
-        "properties": {"story": {"type": "string", "minLength": 1, "maxLength": 4000}},
+        "properties": {"story": {"type": "string", "minLength": 1, "maxLength": 400}},
         "required": ["story"],
         "additionalProperties": False,
     }

@@ -117,12 +117,15 @@ def build_wheel(python: str, version: str, flags: list[str], dest: Path) -> Path
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mangaka-wheel-", dir=dest.parent) as tmp:
+        # --no-cache-dir: pip's own wheel cache is keyed by the sdist, not by CMAKE_ARGS, and would
+        # hand a CPU wheel to a CUDA build.
         cmd = [
             python,
             "-m",
             "pip",
             "wheel",
             "--no-deps",
+            "--no-cache-dir",
             "--no-binary",
             "llama-cpp-python",
             f"llama-cpp-python=={version}",

@@ -197,7 +197,7 @@ def overhead(model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats:
     tokens = llm.tokenize_prompt(messages)
     raw = llm.model.llama
     ours, bare = [], []
-    texts = set()
+    same: set[bool] = set()
     for _ in range(repeats):
         llm.model.prefix_cache.clear()
         raw.reset()
@@ -208,10 +208,10 @@ def overhead(model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats:
         t = time.perf_counter()
         ref = raw.create_completion(tokens, temperature=0.0, max_tokens=n_tokens)
         bare.append(time.perf_counter() - t)
-        texts.add(done.text.strip() == ref["choices"][0]["text"].strip())
+        same.add(done.text.strip() == ref["choices"][0]["text"].strip())
     return {
         "screenwriter_call_over_bare_call": _median(ours) / _median(bare),
-        "screenwriter_call_same_tokens": all(texts),
+        "screenwriter_call_same_tokens": all(same),
     }
 
 
@@ -245,7 +245,7 @@ def free_vs_llama_bench(
     rates = []
     for _ in range(repeats):
         clock = Clock()
-        llm.complete(messages, sampling=PRESETS["greedy"].replace(), max_tokens=n_tokens, on_progress=clock)
+        llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens, on_progress=clock)
         rates.append(clock.rate())
     ours = _median(rates)
     tg = _llama_bench_tg(model, threads, gpu_layers, n_tokens)
@@ -263,14 +263,18 @@ def _llama_bench_tg(model: Path, threads: int, gpu_layers: int, n_tokens: int) -
     if found.returncode != 0 or not binary:
         log.warning("llama-bench is not built; run `python native/llama_bench.py` to include the C ceiling")
         return None
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mangaka_native_llama_bench", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     ngl = 999 if gpu_layers < 0 else gpu_layers
-    cmd = [binary, "-m", str(model), "-t", str(threads), "-ngl", str(ngl), "-p", "0", "-n", str(n_tokens)]
-    run = subprocess.run([*cmd, "-r", "3", "-o", "json"], capture_output=True, text=True)
-    if run.returncode != 0:
-        log.warning("llama-bench failed: %s", run.stderr.strip()[-500:])
+    try:
+        result = module.run_llama_bench(binary, model, threads, n_tokens, 0, gpu_layers=ngl, repetitions=3)
+    except Exception as exc:  # noqa: BLE001 - a failed ceiling measurement must not end the benchmark
+        log.warning("llama-bench failed: %s", exc)
         return None
-    rows = json.loads(run.stdout)
-    return float(next(r["avg_ts"] for r in rows if r.get("n_gen", 0) > 0))
+    return float(result["tg_tokens_per_s"])
 
 
 def prefix_reuse(threads: int) -> dict[str, int]:

@@ -242,13 +242,17 @@ def free_vs_llama_bench(
 
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
     messages = [{"role": "user", "content": "Write a long story about a lantern shop."}]
-    rates = []
-    for _ in range(repeats):
+    rates, ceiling = [], []
+    for _ in range(repeats):  # interleaved, so a change in the machine's load hits both alike
         clock = Clock()
         llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens, on_progress=clock)
         rates.append(clock.rate())
+        tg_once = _llama_bench_tg(model, threads, gpu_layers, n_tokens)
+        if tg_once is None:
+            break
+        ceiling.append(tg_once)
     ours = _median(rates)
-    tg = _llama_bench_tg(model, threads, gpu_layers, n_tokens)
+    tg = _median(ceiling) if ceiling else None
     return {
         "free_tok_s": ours,
         "llama_bench_tg_tok_s": tg,
@@ -270,7 +274,7 @@ def _llama_bench_tg(model: Path, threads: int, gpu_layers: int, n_tokens: int) -
     spec.loader.exec_module(module)
     ngl = 999 if gpu_layers < 0 else gpu_layers
     try:
-        result = module.run_llama_bench(binary, model, threads, n_tokens, 0, gpu_layers=ngl, repetitions=3)
+        result = module.run_llama_bench(binary, model, threads, n_tokens, 0, gpu_layers=ngl, repetitions=1)
     except Exception as exc:  # noqa: BLE001 - a failed ceiling measurement must not end the benchmark
         log.warning("llama-bench failed: %s", exc)
         return None
@@ -385,7 +389,9 @@ def run(
         "constrained": lambda: constrained_vs_free(gemma_path(), threads, gpu_layers, n, reps, engine),
         "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
         "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),
-        "llama_bench": lambda: free_vs_llama_bench(gemma_path(), threads, gpu_layers, n, reps),
+        "llama_bench": lambda: free_vs_llama_bench(
+            gemma_path(), threads, gpu_layers, n, reps if quick else 5
+        ),
         "prefix": lambda: prefix_reuse(threads),
         "lora_memory": lambda: lora_memory(gemma_path(), threads),
     }

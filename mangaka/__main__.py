@@ -47,7 +47,12 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool) -> None
     )
     p.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU; -1 all (default)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
-    p.add_argument("--flash-attn", action="store_true")
+    p.add_argument(
+        "--flash-attn",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="flash attention; auto = on where the device supports it (default)",
+    )
     p.add_argument("--panels", type=int, default=6)
     p.add_argument("--dialogue", type=int, default=8, help="dialogue lines")
     p.add_argument("--language", default="en", choices=["en", "zh", "ja"])

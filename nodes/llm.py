@@ -11,6 +11,7 @@ from ..mangaka.llm.base import PRESETS, sampling_preset
 from ..mangaka.llm.grammar import schema_to_gbnf
 from ..mangaka.llm.inprocess import (
     DEFAULT_N_CTX,
+    FLASH_ATTN_MODES,
     LlamaCppLLM,
     LoadOptions,
     check_lora_file,
@@ -52,7 +53,12 @@ class LoadLLM(io.ComfyNode):
                     tooltip="Layers offloaded to the GPU; -1 = all (ignored by a CPU-only build)",
                 ),
                 io.Int.Input("threads", default=0, min=0, max=256, tooltip="CPU threads; 0 = every core"),
-                io.Boolean.Input("flash_attention", default=False),
+                io.Combo.Input(
+                    "flash_attention",
+                    options=list(FLASH_ATTN_MODES),
+                    default="auto",
+                    tooltip="auto: on where the device supports it (llama.cpp's default); on/off force it",
+                ),
                 io.Combo.Input(
                     "lora",
                     options=_comfy.lora_files(),
@@ -88,7 +94,7 @@ class LoadLLM(io.ComfyNode):
         context: int,
         gpu_layers: int,
         threads: int,
-        flash_attention: bool,
+        flash_attention: str,
         lora: str,
         lora_strength: float,
     ) -> io.NodeOutput:

@@ -199,13 +199,15 @@ def _token_bytes(lib: Any, vocab: Any, n_vocab: int) -> tuple[list[bytes], list[
 
     llguidance treats a token whose bytes start with 0xFF as special: never text. That is what the
     end-of-generation tokens become (the grammar lets them through only when it is complete, which
-    llguidance does for its EOS tokens), and the tokens llama.cpp's grammar always rejects (empty
+    llguidance does for its EOS tokens), the other control tokens (never part of constrained
+    output: ``decode.control_tokens``), and the tokens llama.cpp's grammar always rejects (empty
     piece, or a piece starting with a NUL byte).
     """
     size = 256
     buf = ctypes.create_string_buffer(size)
     to_piece = lib.llama_token_to_piece
     is_eog = lib.llama_vocab_is_eog
+    attr, control = lib.llama_vocab_get_attr, lib.LLAMA_TOKEN_ATTR_CONTROL
     tokens: list[bytes] = []
     eog: list[int] = []
     for token in range(n_vocab):
@@ -220,8 +222,8 @@ def _token_bytes(lib: Any, vocab: Any, n_vocab: int) -> tuple[list[bytes], list[
         if is_eog(vocab, token):
             eog.append(token)
             piece = b"\xff" + (piece or b"<eog>")
-        elif not piece or piece[0] == 0:
-            piece = b"\xff<never>"
+        elif not piece or piece[0] == 0 or attr(vocab, token) & control:
+            piece = b"\xff" + (piece or b"<never>")
         tokens.append(piece)
     return tokens, eog
 

@@ -45,7 +45,7 @@ def workflow(chapter: str = CHAPTER, panels: int = 2, dialogue: int = 2, model: 
                 "context": 32768,
                 "gpu_layers": 0,
                 "threads": 1,
-                "flash_attention": False,
+                "flash_attention": "auto",
                 "lora": LORA,
                 "lora_strength": 1.0,
                 **load,

@@ -24,7 +24,7 @@ from mangaka.llm.constrain import (
     make_constraint,
     model_tables,
 )
-from mangaka.llm.decode import decode
+from mangaka.llm.decode import TokenSampler, control_tokens, decode
 from mangaka.llm.grammar import schema_to_gbnf
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -173,8 +173,11 @@ def test_llguidance_allows_exactly_what_the_llama_cpp_grammar_allows(tiny_llamas
     reference, _ = _reference(llama, tokens, gbnf, json_token_budget(SCHEMAS[schema_name]))
     n = llama.n_vocab()
     # Bytes F5-FF never occur in UTF-8. llama.cpp's grammar reads them as the start of a 4-byte
-    # character; llguidance never allows them. That is the one difference, and it is deliberate.
+    # character; llguidance never allows them. Control tokens (``<|im_start|>``) are text to
+    # llama.cpp's grammar but never part of our constrained output (``decode.control_tokens``).
+    # Those are the differences, and they are deliberate.
     not_utf8 = np.array([any(b >= 0xF5 for b in llama.detokenize([t], special=True)) for t in range(n)])
+    not_utf8[control_tokens(llama)] = True
     constraint = make_constraint("llguidance", llama, gbnf)
     assert isinstance(constraint, LLGuidanceConstraint)
     for step in range(len(reference) + 1):
@@ -290,6 +293,48 @@ def test_the_context_must_hold_the_prompt_prefix(tiny_llamas):
 
 
 # ---------------------------------------------------------------------------- engines
+
+
+@pytest.mark.parametrize("arch", ["qwen35moe", "qwen3moe"])
+def test_control_tokens_are_the_non_ending_control_tokens(tiny_llamas, arch):
+    llama = tiny_llamas[arch]
+    found = set(control_tokens(llama).tolist())
+    start = llama.tokenize(b"<|im_start|>", add_bos=False, special=True)
+    end = llama.tokenize(b"<|im_end|>", add_bos=False, special=True)
+    assert len(start) == 1 and start[0] in found
+    assert len(end) == 1 and end[0] not in found  # ends generation: the grammar decides when
+    assert not found & set(llama.tokenize(b"hello world", add_bos=False))
+
+
+def test_constrained_output_never_holds_a_control_token(tiny_llamas, monkeypatch):
+    """A control token is text to llama.cpp's grammar (``<|im_start|>`` counts as 12 characters)
+    but the reply's text drops it: banned for every engine, even when it is the model's top
+    choice, so the reply is what the grammar checked."""
+    llama = tiny_llamas["qwen35moe"]
+    schema = {
+        "type": "object",
+        "properties": {"story": {"type": "string", "minLength": 40, "maxLength": 60}},
+        "required": ["story"],
+        "additionalProperties": False,
+    }
+    gbnf = schema_to_gbnf(schema)
+    tokens = _prompt(llama)
+    banned = control_tokens(llama)
+    real = TokenSampler._last_logits
+
+    def control_favoured(self):
+        logits = np.array(real(self))
+        logits[banned] = 1e4  # every control token now beats every other token
+        return logits
+
+    monkeypatch.setattr(TokenSampler, "_last_logits", control_favoured)
+    for engine in ENGINES:
+        with make_constraint(engine, llama, gbnf) as constraint:
+            result = _ours(llama, tokens, constraint, json_token_budget(schema))
+        assert result.finish_reason == "stop", engine
+        assert not set(result.tokens) & set(banned.tolist()), engine
+        story = json.loads(_text(llama, result.tokens))["story"]
+        assert 40 <= len(story) <= 60, (engine, story)
 
 
 def test_unknown_engine_names_the_valid_ones(tiny_llamas):

@@ -42,6 +42,28 @@ def test_context_never_exceeds_trained_length_and_threads_default_to_cores(qwen3
     assert model.llama.context_params.n_threads == os.cpu_count()
 
 
+@pytest.mark.parametrize(
+    ("mode", "constant"),
+    [
+        ("auto", "LLAMA_FLASH_ATTN_TYPE_AUTO"),
+        ("on", "LLAMA_FLASH_ATTN_TYPE_ENABLED"),
+        ("off", "LLAMA_FLASH_ATTN_TYPE_DISABLED"),
+    ],
+)
+def test_flash_attention_mode_reaches_llama_cpp(qwen35moe, mode, constant):
+    import llama_cpp
+
+    model = load_model(qwen35moe, LoadOptions(n_ctx=512, n_threads=1, flash_attn=mode))
+    assert model.llama.context_params.flash_attn_type == getattr(llama_cpp, constant)
+    # the library's own constant is back as it was once the load is done
+    assert llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED != llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+
+
+def test_flash_attention_mode_must_be_known():
+    with pytest.raises(ValueError, match="auto, on, off"):
+        LoadOptions(flash_attn=True)
+
+
 def test_second_load_comes_from_the_cache(qwen35moe, monkeypatch):
     monkeypatch.setenv("MANGAKA_MAX_LOADED_MODELS", "2")
     first = load_model(qwen35moe, SMALL)

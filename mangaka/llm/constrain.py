@@ -158,8 +158,7 @@ class LazyConstraint(_GrammarConstraint):
 
     def choose(self, sampler: TokenSampler) -> int:
         self.tokens += 1
-        sampler.fill()
-        token = sampler.pick()
+        token = sampler.first_choice()
         if self.allows(token):
             return token
         return self._full_pass(sampler)
@@ -343,8 +342,7 @@ class LLGuidanceConstraint(Constraint):
 
     def choose(self, sampler: TokenSampler) -> int:
         self.tokens += 1
-        sampler.fill()
-        token = sampler.pick()
+        token = sampler.first_choice()
         if self.allows(token):
             return token
         np = self._np

@@ -95,6 +95,7 @@ class TokenSampler:
         import numpy as np
 
         self._banned = banned if banned is not None and len(banned) else None
+        self._banned_set = frozenset(self._banned.tolist()) if self._banned is not None else frozenset()
         self._llama_cpp = lib = import_llama_cpp()
         self._ctx = llama._ctx.ctx
         self.n_vocab = n = int(llama.n_vocab())
@@ -187,6 +188,17 @@ class TokenSampler:
         self._array.size = self._n
         self._array.selected = -1
         self._array.sorted = False
+
+    def first_choice(self) -> int:
+        """The token the chain would pick from the current logits (banned tokens excluded), not
+        accepted: ``fill()`` then ``pick()``, or for plain greedy the argmax read in place,
+        without copying the vocabulary (what a constraint checks first)."""
+        if self._argmax_only:
+            token = int(self._np.argmax(self._last_logits()))
+            if token not in self._banned_set:
+                return token
+        self.fill()
+        return self.pick()
 
     def pick(self) -> int:
         """Apply the chain to the candidates as they are now; return the chosen token (not accepted)."""

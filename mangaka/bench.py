@@ -84,6 +84,11 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def _paired(numerators: list[float], denominators: list[float]) -> float:
+    """The median of the ratios of runs measured back to back (pair i with pair i)."""
+    return _median([a / b for a, b in zip(numerators, denominators, strict=False)])
+
+
 def _stream_rate(chunks: Any) -> tuple[float, int]:
     """Tokens/s of a llama-cpp-python stream between its first and last chunk."""
     stamps = []
@@ -128,13 +133,14 @@ def constrained_vs_free(
             )
         )  # fmt: skip
         out["builtin"].append(rate)
-    free = _median(out["free"])
+    # Ratios are medians of the ratio within each round: the machine's load drifts between rounds,
+    # and a round's runs are back to back.
     return {
-        "gemma_free_tok_s": free,
+        "gemma_free_tok_s": _median(out["free"]),
         "gemma_constrained_tok_s_ours": _median(out["ours"]),
         "gemma_constrained_tok_s_builtin": _median(out["builtin"]),
-        "gemma_constrained_over_free_ours": _median(out["ours"]) / free,
-        "gemma_constrained_over_free_builtin": _median(out["builtin"]) / free,
+        "gemma_constrained_over_free_ours": _paired(out["ours"], out["free"]),
+        "gemma_constrained_over_free_builtin": _paired(out["builtin"], out["free"]),
     }
 
 
@@ -251,12 +257,11 @@ def free_vs_llama_bench(
         if tg_once is None:
             break
         ceiling.append(tg_once)
-    ours = _median(rates)
     tg = _median(ceiling) if ceiling else None
     return {
-        "free_tok_s": ours,
+        "free_tok_s": _median(rates),
         "llama_bench_tg_tok_s": tg,
-        "free_over_llama_bench": ours / tg if tg else None,
+        "free_over_llama_bench": _paired(rates, ceiling) if ceiling else None,
     }
 
 
@@ -386,7 +391,9 @@ def run(
 
     n, reps = (48, 1) if quick else (200, 3)
     steps: dict[str, Callable[[], dict[str, Any]]] = {
-        "constrained": lambda: constrained_vs_free(gemma_path(), threads, gpu_layers, n, reps, engine),
+        "constrained": lambda: constrained_vs_free(
+            gemma_path(), threads, gpu_layers, n, reps if quick else 5, engine
+        ),
         "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
         "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),
         "llama_bench": lambda: free_vs_llama_bench(

@@ -1,0 +1,234 @@
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+from PIL import Image
+from pydantic import ValidationError
+
+from mangaka.errors import InputError
+from mangaka.page.fonts import load_font, text_width, wrap
+from mangaka.page.storyboard import (
+    DEFAULT_HEIGHT,
+    DEFAULT_WIDTH,
+    CardItem,
+    card_items,
+    layout_card,
+    render_storyboard,
+)
+from mangaka.screenplay.example import example_screenplay
+from mangaka.screenplay.models import ANGLES, SHOTS, Screenplay
+
+
+def chinese() -> dict[str, Any]:
+    return {
+        "version": 1,
+        "title": "最后一班车",
+        "language": "zh",
+        "characters": [
+            {"id": "lin", "name": "林晓", "appearance": "短发少女，黄色雨衣"},
+            {"id": "chen", "name": "陈默", "appearance": "高个男生，校服"},
+        ],
+        "dialogue": [
+            {"id": "d1", "speaker": "narrator", "line": "午夜，车站空无一人。", "emotion": "narration"},
+            {"id": "d2", "speaker": "lin", "line": "「我们是不是错过了？」", "emotion": "worried"},
+            {"id": "d3", "speaker": "chen", "line": "嘘……你听。", "emotion": "whisper"},
+        ],
+        "panels": [
+            {
+                "id": f"p{i + 1}",
+                "shot": shot,
+                "angle": ANGLES[i % len(ANGLES)],
+                "action": "林晓转向陈默，陈默竖起一根手指。",
+                "characters": ["lin", "chen"][: i % 3],
+                "expression": "林晓不安，陈默平静",
+                "background": "乡村车站的站台边缘，雨夜",
+                "lighting": "夜晚，湿漉漉的反光",
+                "props": ["时刻表"],
+                "dialogue": ["d1", "d2", "d3"][: i % 4],
+            }
+            for i, shot in enumerate(SHOTS)
+        ],
+    }
+
+
+def japanese() -> dict[str, Any]:
+    sp = example_screenplay()
+    sp["language"] = "ja"
+    sp["title"] = "終電"
+    sp["characters"][0]["name"] = "明"
+    sp["characters"][1]["name"] = "メイ"
+    sp["dialogue"][0]["line"] = "真夜中。駅には誰もいない。"
+    sp["dialogue"][1]["line"] = "「乗り遅れちゃったのかな？」"
+    sp["dialogue"][2]["line"] = "しっ……聞いて。"
+    sp["panels"][1]["action"] = "明はメイの方を振り向き、メイは人差し指を立てる。"
+    return sp
+
+
+def _dark_pixels(card: Image.Image, box: tuple[int, int, int, int]) -> int:
+    gray = card.crop(box).convert("L")
+    return sum(gray.histogram()[:100])
+
+
+@pytest.mark.parametrize("make", [example_screenplay, chinese, japanese])
+def test_one_card_per_panel_all_the_same_size(make):
+    sp = make()
+    cards = render_storyboard(sp)
+    assert len(cards) == len(sp["panels"])
+    for card in cards:
+        assert card.mode == "RGB"
+        assert card.size == (DEFAULT_WIDTH, DEFAULT_HEIGHT)
+    cards = render_storyboard(sp, 512, 384)
+    assert {card.size for card in cards} == {(512, 384)}
+
+
+def test_accepts_a_model_and_rejects_bad_input():
+    sp = example_screenplay()
+    from_dict = render_storyboard(sp)
+    from_model = render_storyboard(Screenplay.model_validate(sp))
+    assert [c.tobytes() for c in from_dict] == [c.tobytes() for c in from_model]
+    with pytest.raises(InputError, match="width"):
+        render_storyboard(sp, 100, 512)
+    sp["panels"][0]["shot"] = "dolly_zoom"
+    with pytest.raises(ValidationError):
+        render_storyboard(sp)
+
+
+@pytest.mark.parametrize("make", [example_screenplay, chinese, japanese])
+def test_text_is_drawn(make):
+    cards = render_storyboard(make())
+    for card in cards:
+        w, h = card.size
+        # The text fields lie in the lower half; the header is above the camera frame.
+        assert _dark_pixels(card, (0, h // 2 - 80, w, h)) > 1500
+        assert _dark_pixels(card, (0, 0, w, 90)) > 300
+    # Different words draw different pixels in the text area.
+    sp = make()
+    sp["panels"][0]["action"] = "—"
+    changed = render_storyboard(sp)[0]
+    assert changed.crop((0, 400, 768, 1024)).tobytes() != cards[0].crop((0, 400, 768, 1024)).tobytes()
+
+
+def test_card_text_lists_every_field():
+    sp = Screenplay.model_validate(example_screenplay())
+    texts = {item.field: item.text for item in card_items(sp, sp.panels[0])}
+    assert texts["cast"] == "—"
+    assert texts["dialogue d1"] == "[caption] Midnight. The station is empty. (narration)"
+    assert texts["props"] == "timetable board"
+    items = card_items(sp, sp.panels[1])
+    texts = {item.field: item.text for item in items}
+    assert texts["cast"] == "Akira (akira), Mei (mei)"
+    assert texts["action"] == "Akira turns to Mei, who raises a finger."
+    assert texts["expression"] == "Akira anxious, Mei calm"
+    assert texts["background"] == "platform edge"
+    assert texts["lighting"] == "night, wet reflections"
+    assert texts["props"] == "—"
+    assert texts["dialogue d2"] == "Akira: Did we miss it? (worried)"
+    assert texts["dialogue d3"] == "Mei: Listen... (whisper)"
+    assert [item.label for item in items if item.label] == [
+        "CAST",
+        "ACTION",
+        "EXPRESSION",
+        "BACKGROUND",
+        "LIGHTING",
+        "PROPS",
+        "DIALOGUE",
+    ]
+
+
+def test_unknown_references_are_shown_not_dropped():
+    sp = example_screenplay()
+    sp["panels"][1]["characters"].append("ghost")
+    sp["panels"][1]["dialogue"].append("d9")
+    model = Screenplay.model_validate(sp)
+    texts = {item.field: item.text for item in card_items(model, model.panels[1])}
+    assert "ghost (not in the cast)" in texts["cast"]
+    assert texts["dialogue d9"] == "[missing line d9]"
+    assert len(render_storyboard(sp)) == 2
+
+
+@pytest.mark.parametrize("make", [chinese, japanese])
+def test_cjk_cards_have_no_missing_glyphs(make, caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.WARNING, logger="mangaka.page"):
+        render_storyboard(make())
+    assert caplog.records == []
+
+
+def test_missing_glyphs_are_reported(caplog: pytest.LogCaptureFixture):
+    sp = example_screenplay()
+    sp["dialogue"][2]["line"] = "Listen 😀"
+    with caplog.at_level(logging.WARNING, logger="mangaka.page"):
+        render_storyboard(sp)
+    (record,) = caplog.records
+    assert "p2" in record.getMessage() and "dialogue d3" in record.getMessage()
+    assert "U+1F600" in record.getMessage()
+
+
+LONG = (
+    "Akira turns slowly to Mei, who raises one finger to her lips while the rain drums on the "
+    "tin roof of the platform and a far whistle echoes down the valley, then fades into the night."
+)
+
+
+def test_text_shrinks_before_it_is_cut(caplog: pytest.LogCaptureFixture):
+    items = [CardItem("action", LONG, "ACTION")]
+    at_16 = wrap(LONG, load_font(16, "en"), 300)
+    room = len(at_16) * round(16 * 1.32)
+    assert len(wrap(LONG, load_font(20, "en"), 300)) > len(at_16)  # does not fit at full size
+    layout = layout_card(items, "en", 300, room, 20, 12)
+    assert 12 < layout.font_size < 20
+    assert layout.cut == []
+    ((_, lines),) = layout.blocks
+    assert " ".join(lines) == LONG
+
+
+def test_too_long_text_is_ellipsized_with_a_warning(caplog: pytest.LogCaptureFixture):
+    items = [CardItem("action", LONG, "ACTION"), CardItem("lighting", "night", "LIGHTING")]
+    layout = layout_card(items, "en", 200, 3 * round(12 * 1.32) + round(12 * 0.45), 20, 12)
+    assert layout.font_size == 12
+    assert layout.cut == ["action"]
+    (_, action), (_, lighting) = layout.blocks
+    assert len(action) == 2 and action[-1].endswith("…")
+    assert lighting == ["night"]
+    assert all(text_width(line, load_font(12, "en")) <= 200 for line in action)
+
+    # Not even one line a field: the rest is counted, not dropped silently.
+    many = [CardItem(f"dialogue d{i}", f"line {i}") for i in range(10)]
+    layout = layout_card(many, "en", 200, 3 * round(12 * 1.32) + 2 * round(12 * 0.45), 20, 12)
+    assert layout.blocks[-1][1] == ["… +8 more"]
+    assert layout.cut == [f"dialogue d{i}" for i in range(2, 10)]
+
+    sp = example_screenplay()
+    sp["panels"][1]["action"] = (LONG + " " + LONG)[:240]
+    with caplog.at_level(logging.WARNING, logger="mangaka.page"):
+        cards = render_storyboard(sp, 256, 256)
+    assert len(cards) == 2
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "p2" in record.getMessage() and "action" in record.getMessage()
+
+
+def test_every_shot_and_angle_renders():
+    sp = chinese()
+    assert {p["shot"] for p in sp["panels"]} == set(SHOTS)
+    sp["panels"][1]["angle"] = "dutch"
+    cards = render_storyboard(sp, 384, 512)
+    frames = {card.crop((0, 90, 384, 250)).tobytes() for card in cards}
+    assert len(frames) == len(cards)  # each shot draws its own camera frame
+
+
+def test_output_is_deterministic():
+    first = [c.tobytes() for c in render_storyboard(chinese())]
+    second = [c.tobytes() for c in render_storyboard(chinese())]
+    assert first == second
+
+
+def test_rendering_is_fast():
+    sp = chinese()
+    render_storyboard(sp)  # warm the font and glyph caches
+    start = time.perf_counter()
+    cards = render_storyboard(sp)
+    per_card = (time.perf_counter() - start) / len(cards)
+    assert per_card < 0.25, f"{per_card * 1000:.0f} ms a card"

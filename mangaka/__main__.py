@@ -159,6 +159,48 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+def cmd_page(args: argparse.Namespace) -> int:
+    """Lettered pages from a screenplay JSON and panel images (storyboard cards when none)."""
+    from PIL import Image
+
+    from .compose import screenplay_from_text
+    from .fileio import write_atomic
+    from .page.layout import LayoutOptions
+    from .page.lettering import LetteringOptions
+    from .page.render import compose_pages, save_page
+    from .page.storyboard import render_storyboard
+
+    try:
+        text = args.screenplay.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise MangakaError(f"screenplay file {args.screenplay} not found") from None
+    screenplay = screenplay_from_text(text, source=str(args.screenplay))
+    if args.images:
+        files = sorted(p for p in args.images.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not files:
+            raise MangakaError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in {args.images}")
+        images = [Image.open(p) for p in files]  # by name order: one per panel, in reading order
+    else:
+        images = render_storyboard(screenplay, 768, 768)
+    layout = LayoutOptions(page=args.page, direction=args.direction, panels_per_page=args.panels_per_page)
+    lettering = LetteringOptions(
+        language=screenplay.language,
+        vertical=args.vertical,
+        direction="ltr" if args.direction == "ltr" else "rtl",
+    )
+    composed = compose_pages(screenplay, images, layout=layout, lettering=lettering)
+    for i, page in enumerate(composed.pages, 1):
+        out = save_page(page, args.output / f"page_{i:03d}.{args.format.replace('jpeg', 'jpg')}", args.format)
+        sys.stdout.write(f"{out}\n")
+    write_atomic(args.output / "layout.json", json.dumps(composed.layout_json(), indent=2) + "\n")
+    for problem in composed.problems:
+        log.warning("%s", problem)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mangaka", description="Mangaka: novel chapter → manga")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -182,6 +224,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", help="constrained-decoding engine (default: the fastest measured)")
     p.add_argument("--only", action="append", help="run only this part (repeatable)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("page", help="lettered manga pages from a screenplay JSON and panel images")
+    p.add_argument("screenplay", type=Path, help="screenplay JSON (or an LLM reply holding it)")
+    p.add_argument("--images", type=Path, help="folder of panel images, one per panel in name order "
+                   "(default: storyboard cards)")  # fmt: skip
+    p.add_argument("--page", default="A4 300dpi", help="page preset (see README) ")
+    p.add_argument("--direction", choices=["rtl", "ltr", "vertical"], default="rtl")
+    p.add_argument("--panels-per-page", type=int, default=6)
+    p.add_argument("--vertical", action="store_true", help="vertical lettering for Chinese/Japanese")
+    p.add_argument("--format", choices=["png", "jpeg"], default="png")
+    p.add_argument("-o", "--output", type=Path, default=Path("pages"), help="folder for the pages")
+    p.set_defaults(func=cmd_page)
 
     p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
     p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")

@@ -7,6 +7,16 @@ import tempfile
 from pathlib import Path
 
 
+def _file_mode() -> int:
+    """The mode ``open()`` gives a new file under this process's umask (mkstemp gives 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+FILE_MODE = _file_mode()
+
+
 def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder.
 
@@ -19,6 +29,8 @@ def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fh.fileno(), FILE_MODE)
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())

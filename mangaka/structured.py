@@ -83,7 +83,21 @@ def schema_problems(data: Any, schema: dict[str, Any] | Draft202012Validator) ->
         validator.iter_errors(data),
         key=lambda e: ([(0, p, "") if isinstance(p, int) else (1, 0, p) for p in e.absolute_path], e.message),
     )
-    return [f"{json_path(e.absolute_path)}: {_clip(e.message)}" for e in errors]
+    return [f"{json_path(e.absolute_path)}: {_clip(_short_instance(e))}" for e in errors]
+
+
+def _short_instance(error: Any) -> str:
+    """The error's message with a long offending value shortened in place, so the reason after
+    it ("is too long", "is not one of …") survives the clip."""
+    message = error.message
+    shown = repr(error.instance)
+    if len(shown) > 80 and shown in message:
+        head = repr(error.instance[:60]) if isinstance(error.instance, str) else shown[:60]
+        note = f" ({len(error.instance)} characters)" if isinstance(error.instance, str) else ""
+        message = message.replace(
+            shown, f"{head[:-1]}…{head[-1]}{note}" if isinstance(error.instance, str) else head + "…"
+        )
+    return message
 
 
 def parse_json(text: str) -> tuple[Any, list[str]]:

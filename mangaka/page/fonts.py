@@ -7,7 +7,9 @@ the same Latin): 0 JP, 1 KR, 2 SC, 3 TC, 4 HK.
 Fonts load with Pillow's BASIC layout engine, never raqm: the output is then the same on every
 machine (raqm needs the system ``libfribidi``), and a string's width is exactly the sum of its
 characters' advances (this font has no ``kern`` table, and BASIC does not apply GPOS), which lets
-:func:`wrap` measure a character once instead of every candidate line.
+:func:`wrap` measure a character once instead of every candidate line. The one exception is
+:func:`load_font_raqm`, for vertical text only (``direction="ttb"``), used where
+:func:`raqm_available` says raqm works; lettering has a per-character fallback without it.
 
 Glyph coverage (:func:`missing_glyphs`) does not read the font's cmap (fontTools is not a
 dependency): it compares each character's rendered mask with the mask of ``.notdef``, the box that
@@ -20,7 +22,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from PIL import ImageFont
+from PIL import ImageFont, features
 
 from ..errors import BackendMissingError, InputError
 
@@ -117,6 +119,45 @@ def _load_face(size: int, index: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(font_path(), size, index=index, layout_engine=ImageFont.Layout.BASIC)
 
 
+def raqm_available() -> bool:
+    """Whether Pillow's raqm layout works here: built in (``PIL.features``) and able to lay out
+    vertical text. Pillow's wheel has raqm but loads the system ``libfribidi`` at run time, without
+    which any ``direction=`` raises KeyError. Checked once per process."""
+    return _raqm_works(font_path())
+
+
+@lru_cache(maxsize=4)
+def _raqm_works(path: str) -> bool:
+    if not features.check("raqm"):
+        return False
+    try:
+        font = ImageFont.truetype(path, 16, index=FACE_JP, layout_engine=ImageFont.Layout.RAQM)
+        font.getbbox("\u3042\u3002", direction="ttb")
+    except (KeyError, OSError, ValueError):
+        return False
+    return True
+
+
+def load_font_raqm(size: int, language: str = "en") -> ImageFont.FreeTypeFont:
+    """Like :func:`load_font` but with Pillow's raqm layout (for ``direction="ttb"`` vertical text:
+    the font's ``vert`` feature moves and rotates punctuation). Raises :class:`BackendMissingError`
+    where :func:`raqm_available` is false."""
+    if size < 1:
+        raise InputError(f"Font size must be at least 1 pixel, got {size}.")
+    index = face_index(language)
+    if not raqm_available():
+        raise BackendMissingError(
+            "Pillow's raqm text layout is unavailable (it needs the system library libfribidi, e.g. "
+            "apt install libfribidi0); use the basic layout engine for vertical text instead."
+        )
+    return _load_face_raqm(int(size), index)
+
+
+@lru_cache(maxsize=64)
+def _load_face_raqm(size: int, index: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(font_path(), size, index=index, layout_engine=ImageFont.Layout.RAQM)
+
+
 def missing_glyphs(text: str, language: str) -> list[str]:
     """The distinct characters of ``text`` that the face for ``language`` would draw as ``.notdef``
     (tofu), in order of first appearance. Line breaks and tabs are skipped: :func:`wrap` turns them
@@ -171,6 +212,16 @@ def wrap(text: str, font: ImageFont.FreeTypeFont, max_width: float) -> list[str]
     for paragraph in text.split("\n"):
         lines.extend(_wrap_paragraph(paragraph, font, max_width) or [""])
     return lines
+
+
+def unbreakable_width(text: str, font: ImageFont.FreeTypeFont) -> float:
+    """The width of the widest piece that :func:`wrap` keeps whole: a word, or a CJK character
+    with the punctuation kinsoku glues to it. Lines at least this wide never break inside a word."""
+    text = _CONTROL_SPACE.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return max(
+        (text_width(unit, font) for paragraph in text.split("\n") for _, unit in _units(paragraph)),
+        default=0.0,
+    )
 
 
 def _units(paragraph: str) -> list[tuple[str, str]]:

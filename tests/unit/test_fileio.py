@@ -20,3 +20,18 @@ def test_write_atomic_never_overwrites_when_asked(tmp_path):
         write_atomic(target, "new", overwrite=False)
     assert target.read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_written_files_get_the_usual_permissions_not_mkstemps_0600(tmp_path):
+    import os
+    import stat
+
+    mask = os.umask(0o022)
+    try:
+        from mangaka import fileio
+
+        path = write_atomic(tmp_path / "page.png", b"x")
+        assert stat.S_IMODE(path.stat().st_mode) == fileio.FILE_MODE
+        assert fileio.FILE_MODE & 0o044  # readable by others, like a file from open()
+    finally:
+        os.umask(mask)

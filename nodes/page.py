@@ -1,0 +1,200 @@
+"""Page nodes: Compose Page (panel images + screenplay → lettered pages) and Preview Layout."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from comfy_api.latest import io, ui
+
+from ..mangaka.errors import InputError
+from ..mangaka.page.layout import (
+    MAX_PANELS_PER_PAGE,
+    PAGE_PRESETS,
+    LayoutOptions,
+    layout_pages,
+    layout_to_dict,
+)
+from ..mangaka.page.lettering import LetteringOptions
+from ..mangaka.page.render import compose_pages, preview_layout
+from . import _comfy
+from .compose import _screenplay
+from .screenplay import SCREENPLAY
+
+log = logging.getLogger("mangaka")
+
+CUSTOM = "custom"
+DIRECTIONS = ["rtl", "ltr", "vertical"]
+
+
+def _layout_inputs() -> list:
+    return [
+        io.Combo.Input("page", options=[*PAGE_PRESETS, CUSTOM], default="A4 300dpi"),
+        io.Int.Input("width", default=2480, min=0, max=20000, tooltip="Custom page width in pixels"),
+        io.Int.Input(
+            "height", default=3508, min=0, max=20000, tooltip="Custom page height; 0 = follow the panels"
+        ),
+        io.Combo.Input(
+            "direction",
+            options=DIRECTIONS,
+            default="rtl",
+            tooltip="rtl: manga (right to left); ltr: comics; vertical: webtoon strip",
+        ),
+        io.Int.Input("panels_per_page", default=6, min=1, max=MAX_PANELS_PER_PAGE),
+        io.Int.Input("margin", default=-1, min=-1, max=5000, tooltip="Pixels; -1 = 5% of the shorter side"),
+        io.Int.Input("gutter", default=-1, min=-1, max=2000, tooltip="Pixels between panels; -1 = automatic"),
+        io.Int.Input("bleed", default=0, min=0, max=2000, tooltip="Pixels added around the trim for print"),
+        io.Boolean.Input("weighted", default=True, tooltip="Wide shots get more room than close-ups"),
+    ]
+
+
+def _layout_options(
+    page, width, height, direction, panels_per_page, margin, gutter, bleed, weighted
+) -> LayoutOptions:
+    return LayoutOptions(
+        page=page,
+        width=width,
+        height=height,
+        direction=direction,
+        panels_per_page=panels_per_page,
+        margin=None if margin < 0 else margin,
+        gutter=None if gutter < 0 else gutter,
+        bleed=bleed,
+        weighted=weighted,
+    )
+
+
+def _to_tensor(pages):
+    import numpy as np
+    import torch
+
+    return torch.stack([torch.from_numpy(np.asarray(p, dtype=np.float32) / 255.0) for p in pages])
+
+
+def _to_pil(images) -> list:
+    """ComfyUI IMAGE tensors (each [B, H, W, C], 0..1) → one PIL image per batch entry."""
+    import numpy as np
+    from PIL import Image
+
+    out = []
+    for batch in images:
+        for frame in batch:
+            array = (frame.detach().cpu().numpy() * 255.0).clip(0, 255).astype(np.uint8)
+            out.append(Image.fromarray(array[..., :3] if array.shape[-1] >= 3 else array[..., 0]))
+    return out
+
+
+def _one(value):
+    """A widget value under is_input_list: the first (and only) item."""
+    return value[0] if isinstance(value, list) else value
+
+
+class ComposePage(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaComposePage",
+            display_name="Compose Page",
+            category="Mangaka",
+            description="Lay panel images out as manga pages in reading order and letter every dialogue line "
+            "into a speech balloon (Chinese, Japanese, English; vertical text for zh/ja).",
+            is_input_list=True,
+            inputs=[
+                io.Image.Input("images", tooltip="Panel images: a batch or a list (one per panel)"),
+                SCREENPLAY.Input("screenplay", optional=True),
+                io.String.Input("json_text", multiline=True, default="", optional=True),
+                io.String.Input(
+                    "panel_ids",
+                    optional=True,
+                    force_input=True,
+                    tooltip="SD Prompts' panel_ids: which panel each image is for (else by order)",
+                ),
+                *_layout_inputs(),
+                io.Boolean.Input("lettering", default=True),
+                io.Boolean.Input("vertical_text", default=False, tooltip="Chinese/Japanese top to bottom"),
+                io.Int.Input(
+                    "font_size", default=0, min=0, max=400, tooltip="Largest text size; 0 = automatic"
+                ),
+                io.Int.Input(
+                    "border", default=-1, min=-1, max=100, tooltip="Frame line width; -1 = automatic"
+                ),
+            ],
+            outputs=[
+                io.Image.Output(display_name="pages"),
+                io.String.Output(display_name="layout_json"),
+                io.String.Output(display_name="report"),
+            ],
+        )
+
+    @classmethod
+    def execute(cls, images, **kw) -> io.NodeOutput:
+        screenplay = _one(kw.get("screenplay"))
+        json_text = _one(kw.get("json_text"))
+        parsed = _screenplay(screenplay, json_text, "Compose Page")
+        names = (
+            "page",
+            "width",
+            "height",
+            "direction",
+            "panels_per_page",
+            "margin",
+            "gutter",
+            "bleed",
+            "weighted",
+        )
+        options = _layout_options(*(_one(kw[n]) for n in names))
+        font_size = _one(kw["font_size"])
+        lettering = LetteringOptions(
+            language=parsed.language,
+            vertical=bool(_one(kw["vertical_text"])),
+            direction="ltr" if options.direction == "ltr" else "rtl",
+            max_font_size=font_size or None,
+        )
+        panel_ids = kw.get("panel_ids") or None
+        border = _one(kw["border"])
+        composed = compose_pages(
+            parsed,
+            _to_pil(images),
+            layout=options,
+            lettering=lettering,
+            letter=bool(_one(kw["lettering"])),
+            border=None if border < 0 else border,
+            panel_ids=panel_ids,
+            on_progress=_comfy.progress(),
+        )
+        report = composed.report()
+        return io.NodeOutput(
+            _to_tensor(composed.pages),
+            json.dumps(composed.layout_json(), indent=2),
+            report,
+            ui=ui.PreviewText(report),
+        )
+
+
+class PreviewLayout(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaPreviewLayout",
+            display_name="Preview Page Layout",
+            category="Mangaka",
+            description="The page layout as grey frames with panel ids, to tune it before generating images.",
+            inputs=[
+                SCREENPLAY.Input("screenplay", optional=True),
+                io.String.Input("json_text", multiline=True, default="", optional=True),
+                *_layout_inputs(),
+            ],
+            outputs=[io.Image.Output(display_name="pages"), io.String.Output(display_name="layout_json")],
+        )
+
+    @classmethod
+    def execute(cls, screenplay: dict | None = None, json_text: str | None = None, **kw) -> io.NodeOutput:
+        parsed = _screenplay(screenplay, json_text, "Preview Page Layout")
+        try:
+            pages = layout_pages(parsed.panels, _layout_options(**kw))
+        except InputError as exc:
+            raise InputError(f"Preview Page Layout: {exc}") from None
+        return io.NodeOutput(_to_tensor(preview_layout(pages)), json.dumps(layout_to_dict(pages), indent=2))
+
+
+NODES = [ComposePage, PreviewLayout]

@@ -1,0 +1,111 @@
+"""Compose Page and Preview Page Layout inside a real ComfyUI: Storyboard → Compose Page → Save
+Image gives lettered pages for a Chinese and an English screenplay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.comfy.test_nodes import server  # noqa: F401 - the module's server fixture
+
+DATA = Path(__file__).resolve().parents[1] / "unit" / "data"
+SCREENPLAYS = {
+    "en": (DATA / "golden_screenplay.json").read_text(encoding="utf-8"),
+    "zh": (DATA / "golden_screenplay.zh.json").read_text(encoding="utf-8"),
+}
+LAYOUT = {
+    "page": "custom",
+    "width": 1240,
+    "height": 1754,
+    "direction": "rtl",
+    "panels_per_page": 4,
+    "margin": -1,
+    "gutter": -1,
+    "bleed": 0,
+    "weighted": True,
+}
+
+
+def compose_prompt(
+    text: str, prefix: str, *, vertical: bool = False, images_from: str = "storyboard"
+) -> dict:
+    prompt = {
+        "1": {
+            "class_type": "MangakaStoryboard",
+            "inputs": {"json_text": text, "width": 512, "height": 512},
+        },
+        "2": {
+            "class_type": "MangakaComposePage",
+            "inputs": {
+                "images": ["1", 0],
+                "json_text": text,
+                **LAYOUT,
+                "lettering": True,
+                "vertical_text": vertical,
+                "font_size": 0,
+                "border": -1,
+            },
+        },
+        "3": {"class_type": "SaveImage", "inputs": {"images": ["2", 0], "filename_prefix": prefix}},
+        "4": {"class_type": "PreviewAny", "inputs": {"source": ["2", 2]}},  # report
+        "5": {"class_type": "PreviewAny", "inputs": {"source": ["2", 1]}},  # layout JSON
+    }
+    if images_from == "one":
+        prompt["6"] = {
+            "class_type": "ImageFromBatch",
+            "inputs": {"image": ["1", 0], "batch_index": 0, "length": 1},
+        }
+        prompt["2"]["inputs"]["images"] = ["6", 0]
+    return prompt
+
+
+@pytest.mark.parametrize(("language", "vertical"), [("en", False), ("zh", False), ("zh", True)])
+def test_storyboard_to_compose_page_gives_lettered_pages(server, language, vertical):  # noqa: F811
+    text = SCREENPLAYS[language]
+    panels = len(json.loads(text)["panels"])
+    result = server.run_prompt(
+        compose_prompt(text, f"mangaka/page_{language}", vertical=vertical), timeout=180
+    )
+    assert result.status == "success", result.describe()
+    images = result.outputs["3"]["images"]
+    assert len(images) == -(-panels // 4)  # pages of at most 4 panels
+    for info in images:
+        with Image.open(server.base_dir / "output" / info["subfolder"] / info["filename"]) as page:
+            assert page.size == (1240, 1754)
+    layout = json.loads(result.outputs["5"]["text"][0])
+    assert [f["panel_id"] for p in layout["pages"] for f in p["frames"]] == [
+        f"p{i + 1}" for i in range(panels)
+    ]
+    report = result.outputs["4"]["text"][0]
+    assert "glyph" not in report and "do not fit" not in report, report
+
+
+def test_fewer_images_than_panels_draws_empty_frames_and_says_so(server):  # noqa: F811
+    result = server.run_prompt(
+        compose_prompt(SCREENPLAYS["en"], "mangaka/short", images_from="one"), timeout=180
+    )
+    assert result.status == "success", result.describe()
+    report = result.outputs["4"]["text"][0]
+    assert "no image for panels p2, p3, p4" in report
+
+
+def test_preview_layout_without_images(server):  # noqa: F811
+    prompt = {
+        "1": {"class_type": "MangakaPreviewLayout", "inputs": {"json_text": SCREENPLAYS["zh"], **LAYOUT}},
+        "2": {"class_type": "SaveImage", "inputs": {"images": ["1", 0], "filename_prefix": "mangaka/layout"}},
+    }
+    result = server.run_prompt(prompt, timeout=60)
+    assert result.status == "success", result.describe()
+    assert len(result.outputs["2"]["images"]) == 2
+
+
+def test_absurd_page_size_is_an_error_naming_the_limits(server):  # noqa: F811
+    prompt = compose_prompt(SCREENPLAYS["en"], "mangaka/bad")
+    prompt["2"]["inputs"]["width"] = 20000
+    prompt["2"]["inputs"]["height"] = 20000
+    result = server.run_prompt(prompt, timeout=60)
+    assert result.status == "error", result.describe()
+    assert "pixels" in result.error["exception_message"]

@@ -439,12 +439,17 @@ def _six_panel_screenplay(language: str) -> Any:
 
 def page_compose(repeats: int) -> dict[str, float]:
     """A 6-panel A4 page at 300 dpi from six 1024² images: compose (place + letter) and save, in ms."""
-    from PIL import Image
+    from PIL import Image, ImageFilter
 
     from .page.layout import LayoutOptions
     from .page.render import compose_pages, encode_page
 
-    images = [Image.radial_gradient("L").resize((1024, 1024)).convert("RGB") for _ in range(6)]
+    # Textured like a diffusion model's output (a smooth gradient would flatter PNG compression).
+    gradient = Image.radial_gradient("L").resize((1024, 1024))
+    noise = [
+        Image.effect_noise((1024, 1024), sigma).filter(ImageFilter.GaussianBlur(2)) for sigma in (40, 60, 80)
+    ]
+    images = [Image.merge("RGB", [Image.blend(gradient, n, 0.35) for n in noise]) for _ in range(6)]
     out: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
     for _ in range(repeats):

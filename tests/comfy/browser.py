@@ -1,0 +1,213 @@
+"""ComfyUI's real web page in headless Chromium (Debian's ``chromium``), driven by Playwright.
+
+No browser is downloaded: Playwright launches the system Chromium (``executable_path``). The
+page is the front end the test's ComfyUI server serves; workflows are loaded, built and exported
+through the front end's own ``app`` object, the way a user's browser does it.
+
+- ``ComfyPage(server_url)``: a context manager; ``load(workflow, name)`` returns what the graph
+  holds (node count, missing node types, nodes with errors); ``to_prompt()`` is
+  ``app.graphToPrompt()`` (the API format the server runs); ``build(spec)`` makes a UI-format
+  workflow from a spec with the front end's own node classes (``examples.py``);
+  ``screenshot(path)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+]
+VIEWPORT = {"width": 1920, "height": 1080}
+SETTINGS = {
+    "Comfy.TutorialCompleted": True,  # a fresh user directory would open the templates dialog
+    "Comfy.Minimap.Visible": False,
+    "LiteGraph.Canvas.MinFontSizeForLOD": 1,  # draw widgets and text even when zoomed out
+}
+# Front-end-only node types: never sent to the server.
+VIRTUAL_TYPES = {"Note", "MarkdownNote", "Reroute", "PrimitiveNode"}
+
+
+class BrowserUnavailable(RuntimeError):
+    pass
+
+
+def chromium_path() -> str:
+    found = os.environ.get("MANGAKA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        raise BrowserUnavailable("Debian's chromium is not installed (apt-get install chromium)")
+    try:
+        import playwright  # noqa: F401
+    except ImportError as exc:
+        raise BrowserUnavailable(
+            f"playwright is not installed ({exc}); pip install -r requirements-dev.txt"
+        ) from None
+    return found
+
+
+_READY = (
+    "() => !!(window.app && window.app.graph && window.app.canvas && window.LiteGraph "
+    "&& LiteGraph.registered_node_types)"
+)
+
+_LOAD = """async ([wf, name]) => {
+  await app.loadGraphData(wf, true, true, name, {showMissingNodesDialog: false});
+  const nodes = app.graph._nodes;
+  return {
+    nodes: nodes.length,
+    missing: nodes.filter(n => !(n.type in LiteGraph.registered_node_types)).map(n => n.type),
+    errors: nodes.filter(n => n.has_errors).map(n => n.type),
+    dialog: !!document.querySelector('[aria-labelledby="global-missing-nodes"]'),
+  };
+}"""
+
+_BUILD = """async (spec) => {
+  app.graph.clear();
+  const made = {};
+  for (const s of spec.nodes) {
+    const node = LiteGraph.createNode(s.type);
+    if (!node) throw new Error(`unknown node type ${s.type}`);
+    node.id = s.id;
+    app.graph.add(node);
+    if (s.pos) node.pos = s.pos;
+    if (s.size) node.size = [Math.max(s.size[0], node.size[0]), Math.max(s.size[1], node.size[1])];
+    if (s.title) node.title = s.title;
+    if (s.color) { node.color = s.color; node.bgcolor = s.bgcolor; }
+    for (const [name, value] of Object.entries(s.widgets || {})) {
+      const w = (node.widgets || []).find(w => w.name === name);
+      if (!w) throw new Error(`${s.type} has no widget ${name}: ${(node.widgets || []).map(w => w.name)}`);
+      w.value = value;
+      if (w.callback) { try { w.callback(value); } catch (e) {} }
+    }
+    made[s.id] = node;
+  }
+  for (const [from, output, to, input] of spec.links) {
+    const a = made[from], b = made[to];
+    const o = a.outputs.findIndex(x => x.name === output);
+    const i = b.inputs.findIndex(x => x.name === input);
+    if (o < 0) throw new Error(`${a.type} has no output ${output}: ${a.outputs.map(x => x.name)}`);
+    if (i < 0) throw new Error(`${b.type} has no input ${input}: ${b.inputs.map(x => x.name)}`);
+    if (!a.connect(o, b, i)) throw new Error(`cannot link ${a.type}.${output} to ${b.type}.${input}`);
+  }
+  // Columns (spec.col), stacked top to bottom with the front end's own node sizes.
+  const title = LiteGraph.NODE_TITLE_HEIGHT || 30, gap = 50;
+  const cols = [...new Set(spec.nodes.filter(s => s.col !== undefined).map(s => s.col))];
+  cols.sort((a, b) => a - b);
+  let x = 0;
+  for (const c of cols) {
+    const members = spec.nodes.filter(s => s.col === c).map(s => made[s.id]);
+    let y = title;
+    for (const node of members) { node.pos = [x, y]; y += node.size[1] + title + gap; }
+    x += Math.max(...members.map(n => n.size[0])) + gap;
+  }
+  for (const g of spec.groups || []) {
+    const group = new LiteGraph.LGraphGroup(g.title);
+    group.pos = g.pos; group.size = g.size;
+    if (g.color) group.color = g.color;
+    app.graph.add(group);
+  }
+  app.graph.setDirtyCanvas(true, true);
+  const wf = app.graph.serialize();
+  return JSON.parse(JSON.stringify(wf));
+}"""
+
+
+_GRAPH_BOX = """() => {
+  const ds = app.canvas.ds, rect = app.canvas.canvas.getBoundingClientRect();
+  const title = LiteGraph.NODE_TITLE_HEIGHT || 30;
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (const n of app.graph._nodes) {
+    x0 = Math.min(x0, n.pos[0]); y0 = Math.min(y0, n.pos[1] - title);
+    x1 = Math.max(x1, n.pos[0] + n.size[0]); y1 = Math.max(y1, n.pos[1] + n.size[1]);
+  }
+  const sx = v => rect.left + (v + ds.offset[0]) * ds.scale;
+  const sy = v => rect.top + (v + ds.offset[1]) * ds.scale;
+  return {x: Math.floor(sx(x0)), y: Math.floor(sy(y0)), w: Math.ceil((x1 - x0) * ds.scale),
+          h: Math.ceil((y1 - y0) * ds.scale)};
+}"""
+
+
+def workflow_for_view(workflow: dict[str, Any]) -> dict[str, Any]:
+    """A copy without the saved view (``extra.ds``), so the front end fits the graph on screen."""
+    copy = json.loads(json.dumps(workflow))
+    copy.get("extra", {}).pop("ds", None)
+    return copy
+
+
+class ComfyPage:
+    def __init__(self, server_url: str, timeout_ms: int = 60_000) -> None:
+        self.url = server_url.rstrip("/")
+        self.timeout_ms = timeout_ms
+        self.console: list[str] = []
+
+    def __enter__(self) -> ComfyPage:
+        from playwright.sync_api import sync_playwright
+
+        executable = chromium_path()
+        request = urllib.request.Request(
+            f"{self.url}/api/settings",
+            data=json.dumps(SETTINGS).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        urllib.request.urlopen(request, timeout=30).read()
+        self._pw = sync_playwright().start()
+        try:
+            self.browser = self._pw.chromium.launch(executable_path=executable, headless=True, args=ARGS)
+            self.page = self.browser.new_page(viewport=VIEWPORT)
+            # The "Nodes 2.0" banner would cover the top of every screenshot.
+            self.page.add_init_script("localStorage.setItem('vueNodesBannerDismissed', 'true')")
+            self.page.set_default_timeout(self.timeout_ms)
+            self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+            self.page.goto(self.url, wait_until="domcontentloaded")
+            self.page.wait_for_function(_READY, timeout=self.timeout_ms)
+        except Exception:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        browser = getattr(self, "browser", None)
+        if browser is not None:
+            browser.close()
+        self._pw.stop()
+
+    def load(self, workflow: dict[str, Any], name: str = "workflow") -> dict[str, Any]:
+        info = self.page.evaluate(_LOAD, [workflow_for_view(workflow), name])
+        self.page.wait_for_timeout(500)  # let the canvas draw before a screenshot
+        return info
+
+    def to_prompt(self) -> dict[str, Any]:
+        return self.page.evaluate("async () => (await app.graphToPrompt()).output")
+
+    def build(self, spec: dict[str, Any]) -> dict[str, Any]:
+        return self.page.evaluate(_BUILD, spec)
+
+    def screenshot(self, path: Path, pad: int = 24) -> Path:
+        """The graph's part of the screen (every node, with ``pad`` pixels around) as a JPEG."""
+        box = self.page.evaluate(_GRAPH_BOX)
+        left, top = max(0, box["x"] - pad), max(0, box["y"] - pad)
+        clip = {
+            "x": left,
+            "y": top,
+            "width": min(VIEWPORT["width"], box["x"] + box["w"] + pad) - left,
+            "height": min(VIEWPORT["height"], box["y"] + box["h"] + pad) - top,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(path), type="jpeg", quality=85, clip=clip)
+        return path

@@ -1,0 +1,267 @@
+"""The example workflows, as specs the real front end turns into ``example_workflows/*.json``.
+
+    .venv/bin/python tests/comfy/examples.py        # rebuild every example, its API twin and thumbnail
+
+A spec lists nodes (type, column, widget values by name) and links (by output and input name).
+The script starts a ComfyUI server with the pack, builds each graph in ComfyUI's own web page
+(``browser.ComfyPage.build``: the front end's node classes, so widget order and defaults are the
+front end's), saves the UI-format file, loads it back, exports ``app.graphToPrompt()`` as the
+API-format twin (``example_workflows/api/<name>.json``) and screenshots the graph as the
+thumbnail (``<name>.jpg``). ``tests/comfy/test_examples.py`` fails when a UI file and its twin
+disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "example_workflows"
+TWINS = EXAMPLES / "api"
+CHAPTER = (ROOT / "prompts" / "samples" / "demo_chapter.en.txt").read_text(encoding="utf-8")
+
+LLM_MODEL = "Qwen3.5-35B-A3B-Q4_K_M.gguf"
+CHECKPOINT = "sd_xl_base_1.0.safetensors"
+NOTE_COLOR = {"color": "#432", "bgcolor": "#653"}
+
+
+def _llm(node_id: int, col: int) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "type": "MangakaLoadLLM",
+        "col": col,
+        "widgets": {
+            "model": LLM_MODEL,
+            "context": 32768,
+            "gpu_layers": -1,
+            "threads": 0,
+            "flash_attention": "auto",
+            "lora": "none",
+            "lora_strength": 1.0,
+        },
+    }
+
+
+def _writer(node_id: int, col: int, panels: int = 6) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "type": "MangakaScreenwriter",
+        "col": col,
+        "size": [400, 420],
+        "widgets": {
+            "chapter": CHAPTER,
+            "language": "en",
+            "panels": panels,
+            "dialogue_lines": 8,
+            "max_characters": 6,
+            "sampling": "qwen3.5-instruct",
+            "seed": 0,
+            "control_after_generate": "fixed",
+            "max_attempts": 3,
+        },
+    }
+
+
+def _compose(node_id: int, col: int) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "type": "MangakaComposePage",
+        "col": col,
+        "widgets": {
+            "page": "A4 300dpi",
+            "direction": "rtl",
+            "panels_per_page": 6,
+            "lettering": True,
+            "vertical_text": False,
+        },
+    }
+
+
+def _note(node_id: int, col: int, text: str, size: list[int] | None = None) -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "type": "MarkdownNote",
+        "col": col,
+        "size": size or [400, 220],
+        "widgets": {"text": text},
+        **NOTE_COLOR,
+    }
+
+
+MODELS_NOTE = f"""## Models
+
+- **LLM**: a GGUF model in `ComfyUI/models/LLM/`, e.g. `{LLM_MODEL}` (Qwen3.5-35B-A3B; any
+  llama.cpp chat model works). Optional LoRA adapters (`.gguf`) go in `models/llm_loras/`.
+- Build llama-cpp-python for your hardware first: `python native/install.py --python <ComfyUI's python>`.
+"""
+
+STORYBOARD_NOTE = """## Storyboard
+
+Runs on any machine: no diffusion model. The Screenwriter turns the chapter into a screenplay;
+each panel becomes a sketch card (shot, angle, cast, action, dialogue) and Compose Page letters
+them into manga pages, right to left. Swap the cards for real images with the `manga_page` example.
+"""
+
+MANGA_NOTE = f"""## Image model
+
+- Put a Stable Diffusion checkpoint in `ComfyUI/models/checkpoints/` and pick it in **Load
+  Checkpoint** (`{CHECKPOINT}` is a placeholder: an SDXL anime/manga checkpoint suits the
+  `manga_bw` style; for Flux-like models switch SD Prompts to `natural`).
+- SD Prompts outputs one prompt per panel as a list: the sampler runs once per panel in one
+  queued run, and Compose Page places each image by its panel id.
+"""
+
+
+def storyboard() -> dict[str, Any]:
+    return {
+        "nodes": [
+            _note(10, 0, MODELS_NOTE),
+            _note(11, 0, STORYBOARD_NOTE),
+            _llm(1, 0),
+            _writer(2, 1),
+            {
+                "id": 3,
+                "type": "MangakaStoryboard",
+                "col": 2,
+                "widgets": {"width": 768, "height": 768},
+            },
+            _compose(4, 2),
+            {
+                "id": 5,
+                "type": "SaveImage",
+                "col": 3,
+                "size": [420, 600],
+                "widgets": {"filename_prefix": "mangaka/storyboard"},
+            },
+            {
+                "id": 6,
+                "type": "MangakaSaveScreenplay",
+                "col": 1,
+                "widgets": {"filename_prefix": "mangaka/screenplay"},
+            },
+        ],
+        "links": [
+            (1, "llm", 2, "llm"),
+            (2, "screenplay", 3, "screenplay"),
+            (2, "screenplay", 4, "screenplay"),
+            (3, "cards", 4, "images"),
+            (4, "pages", 5, "images"),
+            (2, "screenplay", 6, "screenplay"),
+        ],
+    }
+
+
+def manga_page() -> dict[str, Any]:
+    return {
+        "nodes": [
+            _note(20, 0, MODELS_NOTE),
+            _note(21, 0, MANGA_NOTE),
+            _llm(1, 0),
+            _writer(2, 1),
+            {
+                "id": 3,
+                "type": "MangakaScreenplayToPrompts",
+                "col": 2,
+                "widgets": {"style": "manga_bw", "mode": "tags"},
+            },
+            {
+                "id": 4,
+                "type": "CheckpointLoaderSimple",
+                "col": 2,
+                "widgets": {"ckpt_name": CHECKPOINT},
+            },
+            {"id": 5, "type": "CLIPTextEncode", "col": 3, "title": "Panel prompt"},
+            {"id": 6, "type": "CLIPTextEncode", "col": 3, "title": "Negative prompt"},
+            {
+                "id": 7,
+                "type": "EmptyLatentImage",
+                "col": 3,
+                "widgets": {"width": 832, "height": 1216, "batch_size": 1},
+            },
+            {
+                "id": 8,
+                "type": "KSampler",
+                "col": 4,
+                "widgets": {
+                    "seed": 0,
+                    "control_after_generate": "fixed",
+                    "steps": 25,
+                    "cfg": 6.0,
+                    "sampler_name": "euler_ancestral",
+                    "scheduler": "normal",
+                    "denoise": 1.0,
+                },
+            },
+            {"id": 9, "type": "VAEDecode", "col": 4},
+            _compose(10, 5),
+            {
+                "id": 11,
+                "type": "SaveImage",
+                "col": 6,
+                "size": [420, 600],
+                "widgets": {"filename_prefix": "mangaka/page"},
+            },
+        ],
+        "links": [
+            (1, "llm", 2, "llm"),
+            (2, "screenplay", 3, "screenplay"),
+            (4, "CLIP", 5, "clip"),
+            (4, "CLIP", 6, "clip"),
+            (3, "positive", 5, "text"),
+            (3, "negative", 6, "text"),
+            (4, "MODEL", 8, "model"),
+            (5, "CONDITIONING", 8, "positive"),
+            (6, "CONDITIONING", 8, "negative"),
+            (7, "LATENT", 8, "latent_image"),
+            (8, "LATENT", 9, "samples"),
+            (4, "VAE", 9, "vae"),
+            (9, "IMAGE", 10, "images"),
+            (3, "screenplay", 10, "screenplay"),
+            (3, "panel_ids", 10, "panel_ids"),
+            (10, "pages", 11, "images"),
+        ],
+    }
+
+
+SPECS = {"storyboard": storyboard, "manga_page": manga_page}
+
+
+def twin_path(name: str) -> Path:
+    return TWINS / f"{name}.json"
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def main() -> int:
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from tests.comfy.browser import ComfyPage
+    from tests.comfy.harness import PACK_FOLDER, ComfyServer, find_install
+
+    with tempfile.TemporaryDirectory() as tmp:
+        server = ComfyServer(find_install(), Path(tmp), {PACK_FOLDER: ROOT}).start()
+        try:
+            with ComfyPage(server.url) as page:
+                for name, spec in SPECS.items():
+                    workflow = page.build(spec())
+                    write_json(EXAMPLES / f"{name}.json", workflow)
+                    info = page.load(workflow, name)
+                    if info["missing"] or info["errors"]:
+                        raise SystemExit(f"{name}: missing {info['missing']}, errors {info['errors']}")
+                    write_json(twin_path(name), page.to_prompt())
+                    page.screenshot(EXAMPLES / f"{name}.jpg")
+                    sys.stdout.write(f"{name}: {info['nodes']} nodes\n")
+        finally:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -201,6 +201,26 @@ def cmd_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_queue(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .batch.queue import run_queue
+
+    result = asyncio.run(
+        run_queue(
+            args.book,
+            args.workflow,
+            args.server,
+            args.out,
+            chapters=args.chapters,
+            chapter_input=args.chapter_input,
+            max_chars=args.max_chars,
+        )
+    )
+    sys.stdout.write(result.summary() + "\n")
+    return 0 if result.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m mangaka", description="Mangaka: novel chapter → manga")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -236,6 +256,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["png", "jpeg"], default="png")
     p.add_argument("-o", "--output", type=Path, default=Path("pages"), help="folder for the pages")
     p.set_defaults(func=cmd_page)
+
+    p = sub.add_parser("queue", help="run a whole book through a ComfyUI workflow, chapter by chapter")
+    p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")
+    p.add_argument("--workflow", type=Path, required=True, help="API-format workflow JSON")
+    p.add_argument("--server", action="append", required=True, help="ComfyUI URL (repeat for several)")
+    p.add_argument("--chapters", help="which chapters, e.g. 3-7 or 1,4,6- (default: all)")
+    p.add_argument("--out", type=Path, default=Path("book-out"), help="folder for pages and the state file")
+    p.add_argument("--chapter-input", help="NODE_ID.INPUT that takes the chapter text (default: found)")
+    p.add_argument("--max-chars", type=int, default=20000, help="chunk size for a book without headings")
+    p.set_defaults(func=cmd_queue)
 
     p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
     p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")

@@ -401,6 +401,19 @@ class ComfyServer:
             self._log_file.close()
             self._log_file = None
 
+    def kill(self) -> None:
+        """SIGKILL, as a crash or a pulled plug: nothing is saved, the queue is lost."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(10)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
     def __enter__(self) -> ComfyServer:
         return self.start()
 

@@ -1,0 +1,576 @@
+"""Split a whole book into chapters, read book files in the encodings novels come in, and pick chapters
+by a range like ``3-7``.
+
+How a book is split (``split_chapters``):
+
+* **Headings.** A heading is a whole line (at most ``MAX_HEADING_CHARS`` characters once stripped):
+  Chinese ``第X章/回/节/卷/集/部/篇`` (X in Chinese, Arabic or full-width numerals), 序章, 序, 楔子,
+  引子, 尾声, 后记, 番外 (optionally numbered); Japanese ``第X話/章/幕``, プロローグ, エピローグ,
+  序章, 終章; English ``Chapter N`` (Arabic, Roman or number words up to ninety-nine), ``Book/Part/
+  Volume N``, Prologue, Epilogue, Interlude, Afterword. A title may follow after spaces, a colon, a
+  dash or an opening bracket (``第1話「出会い」``); Chinese titles may also follow directly
+  (``第一章雨夜``) when the line holds no sentence punctuation. A line that reads like prose is not a
+  heading: a title ending in a comma or full stop, an English title after a bare space that starts
+  in lower case (``Chapter 3 was the best``), or a line continuing a wrapped prose line.
+* **Markdown.** When some Markdown heading level occurs more than once, only Markdown headings
+  count: the highest such level is the chapter level (a single ``# Book Title`` is text, not a
+  chapter); higher levels that also repeat are volume markers; deeper levels stay in the text. A
+  repeated level whose headings all directly precede a deeper heading is a volume level too.
+* **Volume markers.** A heading with no text under it that directly precedes a heading of a lower
+  rank (volume → chapter → section: 卷/部/集/篇/Book/Part/Volume → 章/回/話/Chapter/… → 节) is merged
+  into that heading's title: ``第一卷`` + ``第一章 雨夜`` → ``第一卷 第一章 雨夜``.
+* **Tables of contents.** Three or more headings in a row with no text under them that are not
+  such a volume → chapter → section chain are a table of contents: they stay text (the heading
+  after them that has text is the real chapter and is kept).
+* **Empty chapters.** Any other heading with no text is kept as a chapter with empty text (logged
+  as a warning); ``min_chars`` merges it away.
+* **Front matter.** Text before the first heading longer than ``FRONT_MATTER_CHARS`` characters or
+  ``FRONT_MATTER_LINES`` lines becomes chapter 1, titled ``Front matter`` with ``heading=False``.
+  Shorter front matter (a book title, an author line) is dropped and logged at INFO with its text.
+* **Long chapters.** A chapter found by a heading is never split, however long; one longer than
+  ``max_chars`` is logged as a warning (it may not fit the model's context).
+* **No headings.** The book is cut into ``Part 1``, ``Part 2``… (``heading=False``) of at most
+  ``max_chars`` characters each, at paragraph boundaries (blank lines; single line breaks inside an
+  over-long paragraph or in text without blank lines), then at sentence ends, and as a last resort
+  at a space or anywhere. The parts are balanced (no tiny last part). No text is dropped.
+* **min_chars.** A headed chapter (or front matter) shorter than ``min_chars`` characters is merged
+  into the chapter after it (the last one into the one before): the merged chapter keeps the first
+  title, and the second heading line goes into the text. ``0`` merges nothing.
+
+Chapter text is whitespace-normalised: line breaks become ``\\n``, trailing spaces are stripped,
+runs of blank lines become one, leading and trailing blank lines are removed; indentation is kept.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+from .errors import InputError
+
+log = logging.getLogger(__name__)
+
+MAX_HEADING_CHARS = 80
+FRONT_MATTER_CHARS = 200
+FRONT_MATTER_LINES = 3
+FRONT_MATTER_TITLE = "Front matter"
+SLUG_CHARS = 60
+ENCODINGS = ("UTF-8", "UTF-16 (with BOM)", "UTF-32 (with BOM)", "GB18030")
+
+# Heading ranks: a body-less heading merges into a following heading of a higher rank number.
+VOLUME, CHAPTER, SECTION = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Chapter:
+    number: int  # 1-based position in the book
+    title: str  # the heading line as written (stripped), "Front matter", or "Part N"
+    text: str  # the body without the heading line, whitespace-normalised
+    heading: bool  # True when found by a heading, False for front matter and size-based parts
+
+    def slug(self, width: int = 2) -> str:
+        """A safe folder name: ``"03 第三章 雨夜"``, zero-padded to ``width`` digits, ≤ 60 characters."""
+        title = "".join(
+            ch for ch in self.title if ch not in '/\\:*?"<>|' and not unicodedata.category(ch).startswith("C")
+        )
+        name = f"{self.number:0{width}d} {' '.join(title.split())}"
+        return name[:SLUG_CHARS].rstrip(" .")
+
+
+# ---------------------------------------------------------------- headings
+
+_CJK_DIGITS = "0-9０-９零〇一二两兩三四五六七八九十百千万萬"
+_UNIT_RANK = {
+    "章": CHAPTER,
+    "回": CHAPTER,
+    "話": CHAPTER,
+    "话": CHAPTER,
+    "幕": CHAPTER,
+    "节": SECTION,
+    "節": SECTION,
+    "卷": VOLUME,
+    "部": VOLUME,
+    "集": VOLUME,
+    "篇": VOLUME,
+}
+_CJK_NUMBERED = re.compile(rf"第\s*[{_CJK_DIGITS}]+\s*(?P<unit>[{''.join(_UNIT_RANK)}])(?P<rest>.*)")
+_CJK_SPECIAL = re.compile(
+    r"(?:序章|序言|序幕|序|楔子|引子|尾声|尾聲|后记|後記|终章|終章|プロローグ|エピローグ|幕間|"
+    rf"番外(?:篇|編|编)?(?:\s*[{_CJK_DIGITS}]+)?)(?P<rest>.*)"
+)
+# What may follow the number of a heading before its title; opening brackets stay in the title.
+_SEPARATOR = re.compile(r"[\s:：\-—–―~～·・.．、「『【\[（(《〈<]")
+# Characters that make "第一章…" a phrase in a sentence rather than a heading with an attached title.
+_PHRASE_START = set(
+    "的了是在和与與就也都还還又说說讲講写寫中里裡后後前时時课課过過开開末完结結之被把给給对對从從到个個次"
+)
+_SENTENCE_PUNCT = re.compile(r"[。，,；;！？!?]")
+_PROSE_END = ("。", "，", ",", "；", ";", "、", "：", ":")
+
+_ONES = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_WORD_NUMBER = rf"(?:(?:{'|'.join(_TENS)})(?:[-\s](?:{'|'.join(_ONES[:9])}))?|{'|'.join(reversed(_ONES))})"
+_ROMAN = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})", re.IGNORECASE)
+_EN_NUMBERED = re.compile(
+    rf"(?P<kind>chapter|chap\.|book|part|volume|vol\.)\s+(?P<num>\d+|[ivxlcdm]+|{_WORD_NUMBER})\b(?P<rest>.*)",
+    re.IGNORECASE,
+)
+_EN_SPECIAL = re.compile(r"(?:prologue|epilogue|interlude|afterword)\b(?P<rest>.*)", re.IGNORECASE)
+_EN_SEPARATOR = re.compile(r"\s*[:.\-—–]\s*(?P<title>.*)|\s+(?P<bare>.*)")
+
+_MARKDOWN = re.compile(r"(?P<hashes>#{1,6})[ \t]+(?P<title>.*?)(?:[ \t]+#+)?")
+_FENCE = re.compile(r"(```|~~~)")
+
+
+@dataclass(frozen=True)
+class _Mark:
+    line: int
+    title: str
+    rank: int
+
+
+def _title_reads_as_prose(title: str) -> bool:
+    title = title.strip()
+    if title.endswith(_PROSE_END):
+        return True
+    return title.endswith(".") and len(title.split()) > 6
+
+
+def _cjk_rest_ok(rest: str, line: str, attached_ok: bool) -> bool:
+    if not rest.strip():
+        return True
+    if _SEPARATOR.match(rest):
+        return not _title_reads_as_prose(rest)
+    # A title written straight after the number: only without sentence punctuation and not "第一章的…".
+    return attached_ok and rest[0] not in _PHRASE_START and not _SENTENCE_PUNCT.search(line)
+
+
+def _en_rest_ok(rest: str) -> bool:
+    if not rest.strip():
+        return True
+    m = _EN_SEPARATOR.fullmatch(rest)
+    if not m:
+        return False  # "Chapter 3, he said" or "Chapter 3rd"
+    if m.group("bare") is not None:  # "Chapter 2 The Storm", not "Chapter 3 of his diary"
+        bare = m.group("bare")
+        return bare[:1].isupper() and not _title_reads_as_prose(bare)
+    return not _title_reads_as_prose(m.group("title"))
+
+
+def _plain_heading(text: str) -> int | None:
+    """The rank of a heading line (stripped, Markdown hashes removed), or None."""
+    m = _CJK_NUMBERED.match(text)
+    if m and _cjk_rest_ok(m.group("rest"), text, attached_ok=True):
+        return _UNIT_RANK[m.group("unit")]
+    m = _CJK_SPECIAL.match(text)
+    if m and _cjk_rest_ok(m.group("rest"), text, attached_ok=False):
+        return CHAPTER
+    m = _EN_NUMBERED.match(text)
+    if m and _en_rest_ok(m.group("rest")):
+        num = m.group("num")
+        if re.fullmatch(r"[ivxlcdm]+", num, re.IGNORECASE) and not _ROMAN.fullmatch(num):
+            return None  # "Chapter IIII", "Part mix"
+        return CHAPTER if m.group("kind").lower().startswith("chap") else VOLUME
+    m = _EN_SPECIAL.match(text)
+    if m and _en_rest_ok(m.group("rest")):
+        return CHAPTER
+    return None
+
+
+def _continues_prose(lines: list[str], i: int) -> bool:
+    """True when line ``i`` directly continues a hard-wrapped English prose line above it."""
+    if i == 0:
+        return False
+    above = lines[i - 1].strip()
+    return len(above) > 40 and (above[-1].islower() or above[-1] in ",;-")
+
+
+def _markdown_lines(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(line index, level, title) of every Markdown heading outside fenced code."""
+    found, fenced = [], False
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if _FENCE.match(s):
+            fenced = not fenced
+            continue
+        m = None if fenced else _MARKDOWN.fullmatch(s)
+        if m and m.group("title").strip():
+            found.append((i, len(m.group("hashes")), m.group("title").strip()))
+    return found
+
+
+def _next_text_line(lines: list[str], i: int) -> int | None:
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip():
+            return j
+    return None
+
+
+def _markdown_marks(lines: list[str]) -> list[_Mark] | None:
+    """Headings of a Markdown book, or None when no Markdown heading level repeats."""
+    found = _markdown_lines(lines)
+    counts = Counter(level for _, level, _ in found)
+    repeated = sorted(level for level, n in counts.items() if n > 1)
+    if not repeated:
+        return None
+    level_at = {i: level for i, level, _ in found}
+    chosen = repeated[-1]
+    for level in repeated:
+        containers = all(
+            (j := _next_text_line(lines, i)) is not None and level_at.get(j, 0) > level
+            for i, lv, _ in found
+            if lv == level
+        )
+        if not (containers and any(other > level for other in repeated)):
+            chosen = level
+            break
+    return [
+        _Mark(i, title, CHAPTER if level == chosen else VOLUME)
+        for i, level, title in found
+        if level == chosen or (level < chosen and level in repeated)
+    ]
+
+
+def _plain_marks(lines: list[str]) -> list[_Mark]:
+    marks = []
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if not s or len(s) > MAX_HEADING_CHARS:
+            continue
+        md = _MARKDOWN.fullmatch(s)
+        text = md.group("title").strip() if md else s
+        rank = _plain_heading(text) if text else None
+        if rank is not None and not _continues_prose(lines, i):
+            marks.append(_Mark(i, text, rank))
+    return marks
+
+
+def _drop_tables_of_contents(lines: list[str], marks: list[_Mark]) -> list[_Mark]:
+    """Headings in a table of contents stay text.
+
+    A run of headings with no text between them is a table of contents when at least three of them
+    have no text under them and the run is not a volume → chapter → section chain. The last heading
+    of the run, when text follows it, is the real first chapter after the table and is kept."""
+    kept: list[_Mark] = []
+    run: list[_Mark] = []
+
+    def flush(last_has_text: bool) -> None:
+        bodyless = run[:-1] if last_has_text else run[:]
+        chain = all(a.rank < b.rank for a, b in pairwise(run))
+        if len(bodyless) >= 3 and not chain:
+            log.info(
+                "lines %d-%d look like a table of contents (%d headings with no text between); kept as text",
+                bodyless[0].line + 1,
+                bodyless[-1].line + 1,
+                len(bodyless),
+            )
+            kept.extend(run[len(bodyless) :])
+        else:
+            kept.extend(run)
+        run.clear()
+
+    for mark in marks:
+        if run and any(lines[j] for j in range(run[-1].line + 1, mark.line)):
+            flush(last_has_text=True)
+        run.append(mark)
+    if run:
+        flush(last_has_text=any(lines[run[-1].line + 1 :]))
+    return kept
+
+
+# ---------------------------------------------------------------- text
+
+_LINE_BREAKS = re.compile(r"\r\n|[\r\u2028\u2029\x85]")
+
+
+def _normalise_lines(text: str) -> list[str]:
+    text = text.removeprefix("\ufeff")
+    return [line.rstrip() for line in _LINE_BREAKS.sub("\n", text).split("\n")]
+
+
+def _body(lines: list[str]) -> str:
+    """Lines as chapter text: one blank line between paragraphs, none at either end."""
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+
+
+def _line_count(text: str) -> int:
+    return sum(1 for line in text.split("\n") if line.strip())
+
+
+# Cut points, coarsest first: paragraphs, lines, sentence ends (CJK ends need no space after them).
+_SPLITTERS = (
+    re.compile(r"\n\n+"),
+    re.compile(r"\n"),
+    re.compile(r"(?:[。！？…]+|[.!?]+(?=[\s”’\"')\]」』]|$))[”’」』\"'）)\]]*[ \t]*"),
+)
+
+
+def _hard_split(text: str, max_chars: int) -> list[str]:
+    pieces = []
+    while len(text.rstrip()) > max_chars:
+        window = text[:max_chars]
+        space = max(window.rfind(" "), window.rfind("\t"), window.rfind("\u3000"))
+        cut = space + 1 if space >= max_chars // 2 else max_chars
+        pieces.append(text[:cut])
+        text = text[cut:]
+    return [*pieces, text] if text else pieces
+
+
+def _pieces(text: str, max_chars: int, level: int = 0) -> list[str]:
+    """``text`` cut into pieces of at most ``max_chars`` (stripped) that concatenate back to it."""
+    if len(text.rstrip()) <= max_chars:
+        return [text]
+    if level == len(_SPLITTERS):
+        return _hard_split(text, max_chars)
+    cuts = [m.end() for m in _SPLITTERS[level].finditer(text) if 0 < m.end() < len(text)]
+    out: list[str] = []
+    for a, b in pairwise([0, *cuts, len(text)]):
+        out += _pieces(text[a:b], max_chars, level + 1)
+    return out
+
+
+def _pack(pieces: list[str], limit: int) -> list[str]:
+    """Pieces joined greedily into chunks of at most ``limit`` characters (trailing space not counted)."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0  # len("".join(current))
+    for piece in pieces:
+        kept = len(piece.rstrip())
+        if current and kept and size + kept > limit:
+            chunks.append("".join(current))
+            current, size = [], 0
+        current.append(piece)
+        size += len(piece)
+    return [*chunks, "".join(current)] if current else chunks
+
+
+def _chunk(text: str, max_chars: int) -> list[str]:
+    """Balanced parts of at most ``max_chars`` characters, cut at the coarsest boundaries possible."""
+    pieces = _pieces(text, max_chars)
+    count = len(_pack(pieces, max_chars))
+    low, high = 1, max_chars  # the smallest limit that still needs no more than `count` parts
+    while low < high:
+        mid = (low + high) // 2
+        if len(_pack(pieces, mid)) <= count:
+            high = mid
+        else:
+            low = mid + 1
+    parts = [part.strip("\n").rstrip() for part in _pack(pieces, low)]
+    return [part for part in parts if part.strip()]
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def _headed_chapters(lines: list[str], marks: list[_Mark]) -> list[tuple[str, str, bool]]:
+    chapters: list[tuple[str, str, bool]] = []
+    front = _body(lines[: marks[0].line])
+    if front.strip():
+        if len(front) > FRONT_MATTER_CHARS or _line_count(front) > FRONT_MATTER_LINES:
+            chapters.append((FRONT_MATTER_TITLE, front, False))
+        else:
+            log.info("dropped the text before the first heading (a title line, not a chapter): %r", front)
+
+    prefix: list[str] = []
+    for k, mark in enumerate(marks):
+        end = marks[k + 1].line if k + 1 < len(marks) else len(lines)
+        text = _body(lines[mark.line + 1 : end])
+        if not text and k + 1 < len(marks) and mark.rank < marks[k + 1].rank:
+            prefix.append(mark.title)  # a volume marker: "第一卷" + "第一章 雨夜"
+            continue
+        chapters.append((" ".join([*prefix, mark.title]), text, True))
+        prefix = []
+    return chapters
+
+
+def _merge_short(chapters: list[tuple[str, str, bool]], min_chars: int) -> list[tuple[str, str, bool]]:
+    def merge(a: tuple[str, str, bool], b: tuple[str, str, bool]) -> tuple[str, str, bool]:
+        return a[0], "\n\n".join(part for part in (a[1], b[0], b[1]) if part), a[2]
+
+    out: list[tuple[str, str, bool]] = []
+    pending = None
+    for chapter in chapters:
+        if pending is not None:
+            chapter, pending = merge(pending, chapter), None
+        if len(chapter[1]) < min_chars:
+            pending = chapter
+        else:
+            out.append(chapter)
+    if pending is not None:
+        out.append(merge(out.pop(), pending) if out else pending)
+    return out
+
+
+def split_chapters(text: str, *, max_chars: int = 20000, min_chars: int = 0) -> list[Chapter]:
+    """Split a book into chapters by its headings, or into balanced parts when it has none.
+
+    The rules are in this module's docstring. A blank book gives an empty list."""
+    if max_chars < 1:
+        raise InputError(f"max_chars must be at least 1, got {max_chars}")
+    if min_chars < 0:
+        raise InputError(f"min_chars must be 0 or more, got {min_chars}")
+    lines = _normalise_lines(text)
+    if not any(lines):
+        return []
+    marks = _markdown_marks(lines)
+    if marks is None:
+        marks = _plain_marks(lines)
+    marks = _drop_tables_of_contents(lines, marks)
+
+    if not marks:
+        parts = _chunk(_body(lines), max_chars)
+        log.info(
+            "no chapter headings found; cut the book into %d parts of ≤ %d characters", len(parts), max_chars
+        )
+        return [Chapter(n, f"Part {n}", part, False) for n, part in enumerate(parts, 1)]
+
+    found = _merge_short(_headed_chapters(lines, marks), min_chars)
+    chapters = [Chapter(n, title, body, heading) for n, (title, body, heading) in enumerate(found, 1)]
+    for ch in chapters:
+        if not ch.text:
+            log.warning("chapter %d %r has no text", ch.number, ch.title)
+        elif len(ch.text) > max_chars:
+            log.warning(
+                "chapter %d %r is %d characters, more than max_chars=%d; it is kept whole but may not "
+                "fit the model's context",
+                ch.number,
+                ch.title,
+                len(ch.text),
+                max_chars,
+            )
+    return chapters
+
+
+# ---------------------------------------------------------------- files
+
+
+def _looks_misdecoded(text: str) -> str | None:
+    """Why GB18030-decoded text looks like another encoding (Shift-JIS, Big5, EUC-JP), or None."""
+    wide = [ch for ch in text if ord(ch) > 0x7F]
+    if len(wide) < 20:
+        return None
+    outside = 0
+    for ch in wide:
+        try:
+            ch.encode("gb2312")
+        except UnicodeEncodeError:
+            outside += 1
+    if outside / len(wide) > 0.4:
+        return f"{outside / len(wide):.0%} of its characters are rare in Chinese text (Shift-JIS or Big5?)"
+    kana = sum(1 for ch in wide if "\u3040" <= ch <= "\u30ff")
+    if kana / len(wide) > 0.1:
+        return "it reads as Japanese kana with garbled kanji (EUC-JP?)"
+    return None
+
+
+def read_book(path: str | Path) -> str:
+    """A book file's text: UTF-8 (with or without BOM), UTF-16/32 with BOM, else GB18030.
+
+    Decoding is strict: a file that is none of these raises ``InputError`` naming the file and the
+    encodings tried, never returns mojibake. The BOM is removed; line breaks are left as they are."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"book file {path} not found") from None
+    except OSError as exc:
+        raise InputError(f"book file {path} cannot be read: {exc}") from exc
+
+    boms = (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    )
+    for bom, encoding in boms:
+        if raw.startswith(bom):
+            try:
+                text = raw.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"book file {path} starts with a {encoding} byte order mark but is not valid "
+                    f"{encoding} ({exc.reason} at byte {exc.start}); save it again as UTF-8"
+                ) from None
+            return _checked(text.removeprefix("\ufeff"), path)
+
+    try:
+        return _checked(raw.decode("utf-8"), path)
+    except UnicodeDecodeError as exc:
+        utf8_error = f"not UTF-8: {exc.reason} at byte {exc.start}"
+    try:
+        text = raw.decode("gb18030")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"book file {path} is not text in any of {', '.join(ENCODINGS)} ({utf8_error}; not GB18030: "
+            f"{exc.reason} at byte {exc.start}); save it as UTF-8 and try again"
+        ) from None
+    why = _looks_misdecoded(text)
+    if why:
+        raise InputError(
+            f"book file {path} is not UTF-8 ({utf8_error}) and decodes as GB18030 only as nonsense: "
+            f"{why}. Tried {', '.join(ENCODINGS)}; save it as UTF-8 and try again"
+        )
+    log.info("read %s as GB18030 (%s)", path, utf8_error)
+    return _checked(text, path)
+
+
+def _checked(text: str, path: Path) -> str:
+    if "\x00" in text:
+        raise InputError(
+            f"book file {path} contains NUL characters: it is binary or UTF-16 without a byte order mark; "
+            "save it as UTF-8 and try again"
+        )
+    return text
+
+
+# ---------------------------------------------------------------- ranges
+
+_DASH = "-–—~～－"
+_RANGE_ITEM = re.compile(rf"(?P<a>\d*)(?P<dash>[{_DASH}])?(?P<b>\d*)")
+
+
+def parse_range(spec: str, count: int) -> list[int]:
+    """Chapter numbers from ``"3-7"``, ``"1,3,5-6"``, ``"4-"`` (to the end), ``"-2"`` (from the
+    start); ``""``, ``"all"`` or ``"*"`` mean every chapter. Sorted, without repeats.
+
+    Out-of-range or malformed specs raise ``InputError`` naming the valid range 1..count."""
+    spec = spec.strip()
+    if spec.lower() in ("", "all", "*"):
+        return list(range(1, count + 1))
+    valid = (
+        f"the book has {count} chapters, so use numbers 1..{count}" if count else "the book has no chapters"
+    )
+    if count < 1:
+        raise InputError(f"chapter range {spec!r}: {valid}")
+    chosen: set[int] = set()
+    for item in re.split(r"[,，、;；\s]+", re.sub(rf"\s*([{_DASH}])\s*", r"\1", spec)):
+        if not item:
+            continue
+        m = _RANGE_ITEM.fullmatch(item)
+        if not m or not (m.group("a") or m.group("b")) or (m.group("dash") is None and not m.group("a")):
+            raise InputError(
+                f"chapter range {spec!r}: {item!r} is not a number or range like 3, 3-7, 4- or -2; {valid}"
+            )
+        if m.group("dash") is None:
+            first = last = int(m.group("a"))
+        else:
+            first = int(m.group("a")) if m.group("a") else 1
+            last = int(m.group("b")) if m.group("b") else count
+        if not (1 <= first <= count and 1 <= last <= count):
+            raise InputError(f"chapter range {spec!r}: {item!r} is out of range; {valid}")
+        if first > last:
+            raise InputError(f"chapter range {spec!r}: {item!r} runs backwards; write {last}-{first}")
+        chosen.update(range(first, last + 1))
+    if not chosen:
+        raise InputError(f"chapter range {spec!r} names no chapters; {valid}")
+    return sorted(chosen)

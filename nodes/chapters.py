@@ -1,0 +1,91 @@
+"""Split Chapters: a whole book → one chapter per list item, so one queued run processes every chapter."""
+
+from __future__ import annotations
+
+import logging
+
+from comfy_api.latest import io
+
+from ..mangaka.chapters import parse_range, split_chapters
+from ..mangaka.errors import InputError
+
+log = logging.getLogger("mangaka")
+
+DEFAULT_MAX_CHARS = 20000
+
+
+class SplitChapters(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaSplitChapters",
+            display_name="Split Chapters",
+            category="Mangaka",
+            description="Split a whole book into chapters by its headings (第一章, 第1話, Chapter 1, "
+            "Prologue, Markdown #…) and output them as lists, so one queued run turns every chapter into "
+            "a screenplay.",
+            inputs=[
+                io.String.Input(
+                    "book",
+                    multiline=True,
+                    default="",
+                    placeholder="Paste the whole book (or several chapters)",
+                ),
+                io.Int.Input(
+                    "max_chars",
+                    default=DEFAULT_MAX_CHARS,
+                    min=500,
+                    max=200000,
+                    tooltip="Only for books without chapter headings: the book is cut into parts of at most "
+                    "this many characters, at paragraph and sentence ends. Chapters found by headings are "
+                    "never cut.",
+                ),
+                io.String.Input(
+                    "chapters",
+                    default="",
+                    optional=True,
+                    tooltip="Which chapters to output, by position: 3-7, 1,3,5-6, 4- or -2. Empty = all.",
+                ),
+            ],
+            outputs=[
+                io.String.Output(display_name="chapter_text", is_output_list=True),
+                io.String.Output(display_name="titles", is_output_list=True),
+                io.Int.Output(display_name="count"),
+            ],
+        )
+
+    @classmethod
+    def validate_inputs(
+        cls, book: str | None = None, max_chars: int | None = None, chapters: str | None = None, **_kw
+    ) -> bool | str:
+        if book is not None and not book.strip():
+            return "Split Chapters: the book is empty; paste the book text or connect a text node"
+        if book is not None and chapters:
+            # The range can only be checked against the book when the book is typed in, not linked.
+            try:
+                found = split_chapters(book, max_chars=max_chars or DEFAULT_MAX_CHARS)
+                parse_range(chapters, len(found))
+            except InputError as exc:
+                return f"Split Chapters: {exc}"
+        return True
+
+    @classmethod
+    def execute(cls, book: str, max_chars: int, chapters: str = "") -> io.NodeOutput:
+        found = split_chapters(book, max_chars=max_chars)
+        if not found:
+            raise InputError("Split Chapters: the book is empty; paste the book text or connect a text node")
+        try:
+            numbers = parse_range(chapters or "", len(found))
+        except InputError as exc:
+            raise InputError(f"Split Chapters: {exc}") from None
+        picked = [found[n - 1] for n in numbers]
+        log.info(
+            "Split Chapters: %d of %d chapters: %s",
+            len(picked),
+            len(found),
+            ", ".join(c.title for c in picked[:8]) + (" …" if len(picked) > 8 else ""),
+        )
+        return io.NodeOutput([c.text for c in picked], [c.title for c in picked], len(picked))
+
+
+NODES = [SplitChapters]

@@ -1,0 +1,215 @@
+"""``python -m mangaka queue`` against real ComfyUI servers: the storyboard example workflow and
+the tiny model, whole books, a server killed mid-book, and two servers sharing a book."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from mangaka.tiny_models import write_model
+from tests.comfy.examples import twin_path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = "tiny-qwen35moe.gguf"
+
+BOOKS = {
+    "zh": "渡口的灯笼\n\n第一章 黄昏\n\n最后一班渡船在黄昏时分离岸。林拉着弟弟的手跑过栈桥。\n\n"
+    "第二章 灯笼\n\n水面上漂着一盏红灯笼。谭老伯说，那是去年中秋放的。\n\n"
+    "第三章 回家\n\n夜里，林把灯笼挂在门口。弟弟终于笑了。\n",
+    "en": "Chapter 1: Dusk\n\nThe last ferry left at dusk. Lin ran down the pier.\n\n"
+    "Chapter 2: The Lantern\n\nA red lantern floated on the water. Old Tan said it was last year's.\n\n"
+    "Chapter 3: Home\n\nAt night Lin hung the lantern by the door, and her brother smiled.\n",
+}
+
+
+def workflow(tmp: Path, panels: int = 2) -> Path:
+    """The storyboard example's API twin with the tiny model and a small page."""
+    prompt = json.loads(twin_path("storyboard").read_text(encoding="utf-8"))
+    for node in prompt.values():
+        inputs = node["inputs"]
+        if node["class_type"] == "MangakaLoadLLM":
+            inputs.update(model=MODEL, threads=1, gpu_layers=0)
+        elif node["class_type"] == "MangakaScreenwriter":
+            inputs.update(panels=panels, dialogue_lines=2, max_characters=3, sampling="greedy")
+        elif node["class_type"] == "MangakaComposePage":
+            inputs.update(page="custom", width=1240, height=1754)
+    path = tmp / f"storyboard-tiny-{panels}.json"
+    path.write_text(json.dumps(prompt), encoding="utf-8")
+    return path
+
+
+def with_model(server):
+    write_model(server.base_dir / "models" / "LLM" / MODEL, "qwen35moe", context_length=32768)
+    return server
+
+
+@pytest.fixture(scope="module")
+def one(comfy_factory):
+    return with_model(comfy_factory())
+
+
+def queue(*args: str, wait: bool = True):
+    cmd = [sys.executable, "-m", "mangaka", "queue", *args]
+    if not wait:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+def state(out: Path) -> dict:
+    try:
+        return json.loads((out / "queue-state.json").read_text(encoding="utf-8"))["chapters"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def successes(server) -> list[str]:
+    """The prompts this server instance ran to success (its history lives in memory)."""
+    history = server.get_json("/history")
+    return [pid for pid, entry in history.items() if entry.get("status", {}).get("status_str") == "success"]
+
+
+def wait_until(predicate, timeout: float = 300.0, step: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(step)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_a_three_chapter_book_finishes_with_every_chapters_pages(one, language, tmp_path):
+    book = tmp_path / f"book.{language}.txt"
+    book.write_text(BOOKS[language], encoding="utf-8")
+    out = tmp_path / "out"
+    run = queue(str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert run.stdout.startswith("3 of 3 chapters done"), run.stdout
+    chapters = state(out)
+    assert [c["status"] for c in chapters.values()] == ["done"] * 3
+    folders = sorted(p for p in out.iterdir() if p.is_dir())
+    assert [p.name[:2] for p in folders] == ["01", "02", "03"]
+    for folder in folders:
+        pages = sorted(folder.glob("*.png"))
+        assert pages, folder
+        with Image.open(pages[0]) as page:
+            assert page.size == (1240, 1754)
+        assert json.loads((folder / "outputs.json").read_text(encoding="utf-8"))["prompt_id"]
+    # a rerun finds everything done and submits nothing
+    before = len(successes(one))
+    again = queue(str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(out))
+    assert again.returncode == 0 and len(successes(one)) == before
+
+
+def test_a_killed_server_and_a_rerun_complete_the_book_each_chapter_once(comfy_factory, tmp_path):
+    server = with_model(comfy_factory())
+    book = tmp_path / "book.txt"
+    book.write_text(BOOKS["en"], encoding="utf-8")
+    out = tmp_path / "out"
+    args = [
+        str(book),
+        "--workflow",
+        str(workflow(tmp_path, panels=4)),
+        "--server",
+        server.url,
+        "--out",
+        str(out),
+    ]
+    running = queue(*args, wait=False)
+    wait_until(lambda: state(out).get("2", {}).get("status") == "submitted")
+    time.sleep(1.0)  # chapter 2 is now running on the server
+    first_life = successes(server)
+    server.kill()
+    stdout, stderr = running.communicate(timeout=120)
+    assert running.returncode == 1, stdout + stderr[-2000:]
+    assert "stopped answering" in stdout and "rerun the same command" in stdout
+    server.start()
+    rerun = queue(*args)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr[-3000:]
+    second_life = successes(server)
+    chapters = state(out)
+    assert all(c["status"] == "done" for c in chapters.values())
+    ran = first_life + second_life
+    assert sorted(ran) == sorted(c["prompt_id"] for c in chapters.values())  # each chapter done once
+    assert len(ran) == 3
+    assert chapters["1"]["submissions"] == 1 and chapters["2"]["submissions"] == 2
+    assert len(chapters["2"]["abandoned"]) == 1
+
+
+def test_two_servers_share_a_book_and_one_stopping_mid_book_still_completes_it(comfy_factory, tmp_path):
+    a, b = with_model(comfy_factory()), with_model(comfy_factory())
+    book = tmp_path / "book.txt"
+    book.write_text(BOOKS["zh"] + "\n第四章 清晨\n\n天亮了，渡船又回来了。\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = [str(book), "--workflow", str(workflow(tmp_path, panels=3)), "--server", a.url, "--server", b.url]
+    running = queue(*args, "--out", str(out), wait=False)
+    busy = lambda: {c.get("server") for c in state(out).values() if c.get("status") == "submitted"}  # noqa: E731
+    wait_until(lambda: {a.url, b.url} <= busy())  # both servers have a chapter
+    time.sleep(0.5)
+    b.stop()
+    stdout, stderr = running.communicate(timeout=600)
+    assert running.returncode == 0, stdout + stderr[-3000:]
+    chapters = state(out)
+    assert all(c["status"] == "done" for c in chapters.values())
+    assert len(chapters) == 4
+    assert any(c["abandoned"] for c in chapters.values())  # b's chapter moved to a
+    assert f"server {b.url} stopped answering" in stdout
+
+
+def test_unreachable_server_and_ui_format_workflow_are_clear_errors(one, tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(BOOKS["en"], encoding="utf-8")
+    run = queue(
+        str(book),
+        "--workflow",
+        str(workflow(tmp_path)),
+        "--server",
+        "http://127.0.0.1:9",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert run.returncode == 1 and "http://127.0.0.1:9 is unreachable" in run.stderr
+    ui = ROOT / "example_workflows" / "storyboard.json"
+    run = queue(str(book), "--workflow", str(ui), "--server", one.url, "--out", str(tmp_path / "o"))
+    assert run.returncode == 1 and "UI-format" in run.stderr and "Export (API)" in run.stderr
+
+
+def test_a_missing_model_is_refused_before_anything_is_submitted(one, tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(BOOKS["en"], encoding="utf-8")
+    prompt = json.loads(workflow(tmp_path).read_text(encoding="utf-8"))
+    for node in prompt.values():
+        if node["class_type"] == "MangakaLoadLLM":
+            node["inputs"]["model"] = "Qwen3.5-35B-A3B-Q4_K_M.gguf"
+    wf = tmp_path / "missing.json"
+    wf.write_text(json.dumps(prompt), encoding="utf-8")
+    before = len(one.get_json("/history"))
+    run = queue(str(book), "--workflow", str(wf), "--server", one.url, "--out", str(tmp_path / "o"))
+    assert (
+        run.returncode == 1
+        and "Qwen3.5-35B-A3B-Q4_K_M.gguf" in run.stderr
+        and "nothing was submitted" in run.stderr
+    )
+    assert len(one.get_json("/history")) == before
+
+
+def test_a_failing_chapter_is_reported_and_the_rest_go_on(one, tmp_path):
+    book = tmp_path / "book.txt"
+    # chapter 2 is empty of text: the Screenwriter refuses it; chapters 1 and 3 go on
+    book.write_text(
+        "Chapter 1\n\nLin ran.\n\nChapter 2\n\n   \n\nChapter 3\n\nLin slept.\n", encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    run = queue(str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(out))
+    assert run.returncode == 1
+    chapters = state(out)
+    assert [chapters[n]["status"] for n in ("1", "2", "3")] == ["done", "failed", "done"]
+    assert "chapter is empty" in chapters["2"]["error"]
+    assert "failed" in run.stdout

@@ -128,9 +128,7 @@ class ComposePage(io.ComfyNode):
 
     @classmethod
     def execute(cls, images, **kw) -> io.NodeOutput:
-        screenplay = _one(kw.get("screenplay"))
-        json_text = _one(kw.get("json_text"))
-        parsed = _screenplay(screenplay, json_text, "Compose Page")
+        screenplays = _screenplays(kw.get("screenplay"), kw.get("json_text"))
         names = (
             "page",
             "width",
@@ -144,31 +142,54 @@ class ComposePage(io.ComfyNode):
         )
         options = _layout_options(*(_one(kw[n]) for n in names))
         font_size = _one(kw["font_size"])
-        lettering = LetteringOptions(
-            language=parsed.language,
-            vertical=bool(_one(kw["vertical_text"])),
-            direction="ltr" if options.direction == "ltr" else "rtl",
-            max_font_size=font_size or None,
-        )
-        panel_ids = kw.get("panel_ids") or None
         border = _one(kw["border"])
-        composed = compose_pages(
-            parsed,
-            _to_pil(images),
-            layout=options,
-            lettering=lettering,
-            letter=bool(_one(kw["lettering"])),
-            border=None if border < 0 else border,
-            panel_ids=panel_ids,
-            on_progress=_comfy.progress(),
-        )
-        report = composed.report()
+        if len(screenplays) > 1 and len(images) != len(screenplays):
+            raise InputError(
+                f"Compose Page: {len(screenplays)} screenplays (one per chapter) but {len(images)} image "
+                "batches; give each chapter's screenplay its own batch of panel images"
+            )
+        groups = [images] if len(screenplays) == 1 else [[batch] for batch in images]
+        panel_ids = (kw.get("panel_ids") or None) if len(screenplays) == 1 else None
+        pages, layouts, reports = [], [], []
+        progress = _comfy.progress()
+        for i, (parsed, batch) in enumerate(zip(screenplays, groups, strict=True)):
+            lettering = LetteringOptions(
+                language=parsed.language,
+                vertical=bool(_one(kw["vertical_text"])),
+                direction="ltr" if options.direction == "ltr" else "rtl",
+                max_font_size=font_size or None,
+            )
+            composed = compose_pages(
+                parsed,
+                _to_pil(batch),
+                layout=options,
+                lettering=lettering,
+                letter=bool(_one(kw["lettering"])),
+                border=None if border < 0 else border,
+                panel_ids=panel_ids,
+            )
+            pages += composed.pages
+            layouts.append(composed.layout_json())
+            reports.append(
+                composed.report() if len(screenplays) == 1 else f"{parsed.title}: {composed.report()}"
+            )
+            progress(i + 1, len(screenplays))
+        report = "\n".join(reports)
+        layout = layouts[0] if len(layouts) == 1 else {"chapters": layouts}
         return io.NodeOutput(
-            _to_tensor(composed.pages),
-            json.dumps(composed.layout_json(), indent=2),
-            report,
-            ui=ui.PreviewText(report),
+            _to_tensor(pages), json.dumps(layout, indent=2), report, ui=ui.PreviewText(report)
         )
+
+
+def _screenplays(screenplay, json_text) -> list:
+    """Every screenplay given (a list under is_input_list: one per chapter in a book run)."""
+    given = [s for s in (screenplay or []) if s is not None]
+    if given:
+        return [_screenplay(s, None, "Compose Page") for s in given]
+    texts = [t for t in (json_text or []) if t and t.strip()]
+    if texts:
+        return [_screenplay(None, t, "Compose Page") for t in texts]
+    return [_screenplay(None, None, "Compose Page")]  # raises: connect one
 
 
 class PreviewLayout(io.ComfyNode):

@@ -94,6 +94,9 @@ class ProgressView:
         if seconds:
             self.durations.append(seconds)
         self._draw(servers)
+        if not self.tty:
+            eta = self.eta(servers)
+            log.info("book: %d of %d chapters, ETA %s", self.done, self.total, _clock(eta))
 
     def _draw(self, servers: int) -> None:
         if not self.tty:
@@ -103,9 +106,7 @@ class ProgressView:
         parts = [f"book [{'#' * filled}{'-' * (width - filled)}] {self.done}/{self.total}"]
         for number, (server, fraction) in sorted(self.running.items()):
             parts.append(f"ch{number} {int(100 * fraction)}% @{server.split('//')[-1]}")
-        eta = self.eta(servers)
-        if eta is not None:
-            parts.append(f"ETA {int(eta) // 60}:{int(eta) % 60:02d}")
+        parts.append(f"ETA {_clock(self.eta(servers))}")
         self.stream.write("\r" + " · ".join(parts)[:160].ljust(160))
         self.stream.flush()
 
@@ -113,6 +114,12 @@ class ProgressView:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
 
 
 def _sha256(data: bytes) -> str:

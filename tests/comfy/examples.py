@@ -45,14 +45,14 @@ def _llm(node_id: int, col: int) -> dict[str, Any]:
     }
 
 
-def _writer(node_id: int, col: int, panels: int = 6) -> dict[str, Any]:
+def _writer(node_id: int, col: int, panels: int = 6, chapter: str = CHAPTER) -> dict[str, Any]:
     return {
         "id": node_id,
         "type": "MangakaScreenwriter",
         "col": col,
         "size": [400, 420],
         "widgets": {
-            "chapter": CHAPTER,
+            "chapter": chapter,
             "language": "en",
             "panels": panels,
             "dialogue_lines": 8,
@@ -226,7 +226,54 @@ def manga_page() -> dict[str, Any]:
     }
 
 
-SPECS = {"storyboard": storyboard, "manga_page": manga_page}
+BOOK = (ROOT / "prompts" / "samples" / "demo_book.en.txt").read_text(encoding="utf-8")
+
+BOOK_NOTE = """## A whole book in one queued run
+
+Paste the book into **Split Chapters** (Chinese, Japanese and English chapter headings such as
+Chapter 1 or Prologue, or Markdown headings; a book without headings is cut at paragraphs).
+Its outputs are lists, so the Screenwriter, the Storyboard and Compose Page run once per
+chapter, and every chapter's pages are saved. For a book that must survive restarts, or several servers, use
+`python -m mangaka queue BOOK.txt --workflow example_workflows/api/storyboard.json --server URL`.
+"""
+
+
+def book_batch() -> dict[str, Any]:
+    return {
+        "nodes": [
+            _note(30, 0, MODELS_NOTE),
+            _note(31, 0, BOOK_NOTE),
+            _llm(1, 0),
+            {
+                "id": 2,
+                "type": "MangakaSplitChapters",
+                "col": 1,
+                "size": [400, 360],
+                "widgets": {"book": BOOK, "max_chars": 20000, "chapters": ""},
+            },
+            _writer(3, 2, chapter=""),
+            {"id": 4, "type": "MangakaStoryboard", "col": 3, "widgets": {"width": 768, "height": 768}},
+            _compose(5, 3),
+            {
+                "id": 6,
+                "type": "SaveImage",
+                "col": 4,
+                "size": [420, 600],
+                "widgets": {"filename_prefix": "mangaka/book"},
+            },
+        ],
+        "links": [
+            (1, "llm", 3, "llm"),
+            (2, "chapter_text", 3, "chapter"),
+            (3, "screenplay", 4, "screenplay"),
+            (3, "screenplay", 5, "screenplay"),
+            (4, "cards", 5, "images"),
+            (5, "pages", 6, "images"),
+        ],
+    }
+
+
+SPECS = {"storyboard": storyboard, "manga_page": manga_page, "book_batch": book_batch}
 
 
 def twin_path(name: str) -> Path:

@@ -103,6 +103,16 @@ def test_storyboard_example_runs_end_to_end_and_yields_pages(server):  # noqa: F
         assert image.size == (2480, 3508)
 
 
+def test_book_batch_example_gives_every_chapter_its_pages_in_one_run(server):  # noqa: F811
+    prompt = _tiny(twin("book_batch"))
+    result = server.run_prompt(prompt, timeout=600)
+    assert result.status == "success", result.describe()
+    split = next(k for k, v in prompt.items() if v["class_type"] == "MangakaSplitChapters")
+    assert "Chapter 3" in prompt[split]["inputs"]["book"]
+    saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
+    assert len(result.outputs[saved]["images"]) == 3  # three chapters of two panels: a page each
+
+
 def test_manga_page_without_its_checkpoint_is_refused_naming_it(server):  # noqa: F811
     status, body = server.post_prompt(_tiny(twin("manga_page")))
     assert status == 400

@@ -17,6 +17,8 @@ from ..mangaka.llm.inprocess import (
     check_lora_file,
     check_model_file,
 )
+from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
+from ..mangaka.llm.openai import OpenAICompatibleLLM
 from . import _comfy
 
 LLM = io.Custom("MANGAKA_LLM")
@@ -107,6 +109,63 @@ class LoadLLM(io.ComfyNode):
         return io.NodeOutput(llm, report)
 
 
+class RemoteLLM(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaRemoteLLM",
+            display_name="Remote LLM (OpenAI-compatible)",
+            category="Mangaka/LLM",
+            description="Use a model served by llama-server, vLLM or another OpenAI-compatible server. "
+            "Output is constrained and validated exactly as with Load LLM.",
+            inputs=[
+                io.String.Input(
+                    "base_url", default="http://127.0.0.1:8080", tooltip="The server, with or without /v1"
+                ),
+                io.String.Input(
+                    "model", default="", tooltip="Model name as the server lists it (empty: its default)"
+                ),
+                io.String.Input(
+                    "api_key_env",
+                    default="",
+                    tooltip="The NAME of the environment variable holding the API key (never the key itself)",
+                ),
+                io.Combo.Input(
+                    "server",
+                    options=list(REMOTE_FLAVORS),
+                    default="auto",
+                    tooltip="How the server takes a schema; auto asks the server",
+                ),
+                io.Int.Input(
+                    "concurrency", default=1, min=1, max=64, tooltip="Requests in flight from this handle"
+                ),
+            ],
+            outputs=[LLM.Output(display_name="llm")],
+        )
+
+    @classmethod
+    def validate_inputs(
+        cls, base_url: str | None = None, api_key_env: str | None = None, **_kw
+    ) -> bool | str:
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            return f"Remote LLM: base_url {base_url!r} must start with http:// or https://"
+        if api_key_env and not api_key_env.replace("_", "").isalnum():
+            return (
+                "Remote LLM: api_key_env takes the NAME of an environment variable (like OPENAI_API_KEY), "
+                "not a key"
+            )
+        return True
+
+    @classmethod
+    def execute(
+        cls, base_url: str, model: str, api_key_env: str, server: str, concurrency: int
+    ) -> io.NodeOutput:
+        llm = OpenAICompatibleLLM(
+            base_url, model, api_key_env=api_key_env or None, flavor=server, concurrency=concurrency
+        )
+        return io.NodeOutput(llm)
+
+
 def _schema_problem(text: str | None) -> str | None:
     if text is None:
         return None
@@ -187,4 +246,4 @@ class StructuredOutput(io.ComfyNode):
         return io.NodeOutput(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-NODES = [LoadLLM, StructuredOutput]
+NODES = [LoadLLM, RemoteLLM, StructuredOutput]

@@ -1,0 +1,72 @@
+"""Remote LLM (OpenAI-compatible) inside a real ComfyUI: Remote LLM → Screenwriter → Save
+Screenplay against llama-cpp-python's own server started here with the tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from mangaka.screenplay import validate_screenplay
+from mangaka.tiny_models import write_model
+from tests.comfy.test_nodes import CHAPTER, SCHEMA, server  # noqa: F401 - the module's server fixture
+from tests.model.test_remote import PyServer
+
+
+@pytest.fixture(scope="module")
+def llm_server(tmp_path_factory):
+    model = write_model(tmp_path_factory.mktemp("remote") / "tiny.gguf", "qwen35moe", context_length=32768)
+    s = PyServer(model).start()
+    yield s
+    s.stop()
+
+
+def remote_workflow(url: str, **remote) -> dict:
+    return {
+        "1": {
+            "class_type": "MangakaRemoteLLM",
+            "inputs": {
+                "base_url": url,
+                "model": "",
+                "api_key_env": "",
+                "server": "auto",
+                "concurrency": 1,
+                **remote,
+            },
+        },
+        "2": {
+            "class_type": "MangakaScreenwriter",
+            "inputs": {
+                "llm": ["1", 0],
+                "chapter": CHAPTER,
+                "language": "en",
+                "panels": 2,
+                "dialogue_lines": 2,
+                "max_characters": 3,
+                "sampling": "greedy",
+                "seed": 0,
+                "max_attempts": 3,
+            },
+        },
+        "3": {
+            "class_type": "MangakaSaveScreenplay",
+            "inputs": {"screenplay": ["2", 0], "filename_prefix": "mangaka/remote"},
+        },
+    }
+
+
+def test_remote_llm_to_screenwriter_to_save_screenplay(server, llm_server):  # noqa: F811
+    result = server.run_prompt(remote_workflow(llm_server.url), timeout=300)
+    assert result.status == "success", result.describe()
+    assert [p for p in result.progress if p.get("node") == "2"], "the Screenwriter's progress bar moved"
+    saved = result.outputs["3"]["text"][0].removeprefix("saved ")
+    data = json.loads((server.base_dir / "output" / "mangaka" / saved).read_text(encoding="utf-8"))
+    jsonschema.validate(data, SCHEMA)
+    assert validate_screenplay(data) == []
+
+
+def test_a_key_in_place_of_a_variable_name_is_a_400_that_does_not_echo_it(server, llm_server):  # noqa: F811
+    status, body = server.post_prompt(remote_workflow(llm_server.url, api_key_env="sk-live-123.456"))
+    assert status == 400
+    assert "NAME of an environment variable" in json.dumps(body) and "sk-live-123" not in json.dumps(body)

@@ -474,6 +474,70 @@ def page_compose(repeats: int) -> dict[str, float]:
     return figures
 
 
+def remote_concurrency(threads: int, requests: int = 8) -> dict[str, Any]:
+    """Tokens/s through the OpenAI-compatible backend with 1 and 4 requests in flight, against
+    llama.cpp's ``llama-server`` started here with 4 parallel slots (tiny qwen35moe)."""
+    import concurrent.futures
+    import socket
+    import urllib.request
+
+    from .llm.base import PRESETS
+    from .llm.openai import OpenAICompatibleLLM
+
+    script = Path(__file__).resolve().parent.parent / "native" / "llama_server.py"
+    found = subprocess.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
+    binary = found.stdout.strip()
+    if found.returncode != 0 or not binary:
+        log.warning("llama-server is not built; run `python native/llama_server.py` for the remote figures")
+        return {"remote_n1_tok_s": None, "remote_n4_tok_s": None, "remote_n4_over_n1": None}
+    model = tiny_model("qwen35moe-32k", arch="qwen35moe", context_length=32768)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "16384",
+           "--parallel", "4", "-t", str(threads), "--no-webui", "--jinja"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise MangakaError("llama-server did not start for the remote benchmark") from None
+                time.sleep(0.2)
+        # Every reply the same length: a lowercase string of exactly 300 characters.
+        schema = {
+            "type": "object",
+            "properties": {"story": {"type": "string", "pattern": "^[a-z ]{300}$"}},
+            "required": ["story"],
+            "additionalProperties": False,
+        }
+        figures: dict[str, list[float]] = {"n1": [], "n4": []}
+        for label, workers in (("n1", 1), ("n4", 4), ("n1", 1), ("n4", 4)):
+            llm = OpenAICompatibleLLM(url, concurrency=workers)
+
+            def one(i: int, llm: OpenAICompatibleLLM = llm) -> int:
+                messages = [{"role": "user", "content": f"Story number {i}."}]
+                done = llm.complete(messages, schema=schema, sampling=PRESETS["greedy"], max_tokens=600)
+                return done.usage.completion_tokens
+
+            started = time.perf_counter()
+            with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+                tokens = sum(pool.map(one, range(requests)))
+            figures[label].append(tokens / (time.perf_counter() - started))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    n1, n4 = _median(figures["n1"]), _median(figures["n4"])
+    return {"remote_n1_tok_s": n1, "remote_n4_tok_s": n4, "remote_n4_over_n1": n4 / n1}
+
+
 def run(
     *, threads: int, gpu_layers: int, quick: bool, engine: str | None, only: list[str] | None = None
 ) -> dict[str, Any]:
@@ -493,6 +557,7 @@ def run(
         "prefix": lambda: prefix_reuse(threads),
         "lora_memory": lambda: lora_memory(gemma_path(), threads),
         "page": lambda: page_compose(reps),
+        "remote": lambda: remote_concurrency(threads),
     }
     unknown = sorted(set(only or []) - set(steps))
     if unknown:

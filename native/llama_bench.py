@@ -56,6 +56,9 @@ from typing import IO
 log = logging.getLogger("mangaka.native")
 
 BINARY = "llama-bench"
+CACHE_FOLDER = (
+    "llama-bench"  # native/llama_server.py builds llama-server with this module, into its own folder
+)
 # Fixed configure options: only llama-bench and what it links, static so that the cached binary
 # stands alone (it still loads the CUDA runtime from the system for --target cuda), no OpenSSL.
 # LLAMA_CURL no longer exists in this llama.cpp (it is only a deprecation check), so it is not passed.
@@ -112,7 +115,7 @@ def cache_dir(root: Path, version: str, target: str, options: list[str], plat: s
     plat = plat or sysconfig.get_platform()
     key = json.dumps({"v": version, "t": target, "o": sorted(options), "p": plat}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    return root / "llama-bench" / f"llama_cpp_python-{version}" / f"{target}-{plat}-{digest}"
+    return root / CACHE_FOLDER / f"llama_cpp_python-{version}" / f"{target}-{plat}-{digest}"
 
 
 # -- the source ---------------------------------------------------------------------------------

@@ -58,6 +58,21 @@ def _clip_tokenizer() -> ClipTokenizer | None:
         return None
 
 
+def screenplay_inputs() -> list:
+    """The two ways a screenplay comes in: the Screenwriter's output, or raw text from any LLM node."""
+    return [
+        SCREENPLAY.Input("screenplay", optional=True),
+        io.String.Input(
+            "json_text",
+            multiline=True,
+            default="",
+            optional=True,
+            tooltip="Screenplay JSON from any LLM node when no screenplay is connected: code fences, "
+            "<think> blocks and prose around it are removed",
+        ),
+    ]
+
+
 def _screenplay(screenplay: dict | None, json_text: str | None, node: str):
     if screenplay is not None:
         return load_screenplay(screenplay, source=f"{node}: screenplay")
@@ -78,14 +93,7 @@ class ScreenplayToPrompts(io.ComfyNode):
             description="Compile a screenplay into one Stable Diffusion prompt per panel (as lists, so one "
             "queued run draws every panel), with a character bible for consistent looks.",
             inputs=[
-                SCREENPLAY.Input("screenplay", optional=True),
-                io.String.Input(
-                    "json_text",
-                    multiline=True,
-                    default="",
-                    optional=True,
-                    tooltip="Raw text from any LLM node: code fences, <think> blocks and prose are removed",
-                ),
+                *screenplay_inputs(),
                 io.Combo.Input("style", options=style_names(), default="manga_bw"),
                 io.Combo.Input(
                     "mode",
@@ -205,14 +213,7 @@ class Storyboard(io.ComfyNode):
             description="One sketch card per panel (shot, angle, action, characters, dialogue) to check the "
             "script before spending GPU time on diffusion. Chinese, Japanese and English text.",
             inputs=[
-                SCREENPLAY.Input("screenplay", optional=True),
-                io.String.Input(
-                    "json_text",
-                    multiline=True,
-                    default="",
-                    optional=True,
-                    tooltip="Raw screenplay JSON from any LLM node, when no screenplay is connected",
-                ),
+                *screenplay_inputs(),
                 io.Int.Input("width", default=DEFAULT_WIDTH, min=MIN_SIDE, max=MAX_SIDE, step=8),
                 io.Int.Input("height", default=DEFAULT_HEIGHT, min=MIN_SIDE, max=MAX_SIDE, step=8),
             ],

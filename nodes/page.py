@@ -18,8 +18,7 @@ from ..mangaka.page.layout import (
 from ..mangaka.page.lettering import LetteringOptions
 from ..mangaka.page.render import compose_pages, preview_layout
 from . import _comfy
-from .compose import _screenplay
-from .screenplay import SCREENPLAY
+from .compose import _screenplay, screenplay_inputs
 
 log = logging.getLogger("mangaka")
 
@@ -101,8 +100,7 @@ class ComposePage(io.ComfyNode):
             is_input_list=True,
             inputs=[
                 io.Image.Input("images", tooltip="Panel images: a batch or a list (one per panel)"),
-                SCREENPLAY.Input("screenplay", optional=True),
-                io.String.Input("json_text", multiline=True, default="", optional=True),
+                *screenplay_inputs(),
                 io.String.Input(
                     "panel_ids",
                     optional=True,
@@ -201,8 +199,7 @@ class PreviewLayout(io.ComfyNode):
             category="Mangaka",
             description="The page layout as grey frames with panel ids, to tune it before generating images.",
             inputs=[
-                SCREENPLAY.Input("screenplay", optional=True),
-                io.String.Input("json_text", multiline=True, default="", optional=True),
+                *screenplay_inputs(),
                 *_layout_inputs(),
             ],
             outputs=[io.Image.Output(display_name="pages"), io.String.Output(display_name="layout_json")],

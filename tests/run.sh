@@ -8,6 +8,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bash native/setup.sh --dev
 .venv/bin/python tests/comfy_env.py
+# llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
+# linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server.
+.venv/bin/python native/llama_server.py >/dev/null
 # The browser test drives Debian's chromium (no browser download); install it when we can.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive

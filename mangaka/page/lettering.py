@@ -53,6 +53,7 @@ from .fonts import (
     unbreakable_width,
     wrap,
 )
+from .layout import Rect
 
 log = logging.getLogger(__name__)
 
@@ -101,25 +102,12 @@ _VERTICAL_LANGUAGES = ("zh", "ja")
 
 
 @dataclass(frozen=True)
-class Box:
-    """An axis-aligned rectangle in page pixels: ``x, y`` its top-left corner, ``right`` and
-    ``bottom`` exclusive."""
-
-    x: int
-    y: int
-    w: int
-    h: int
+class Box(Rect):
+    """The layout's ``Rect`` (page pixels, ``right`` and ``bottom`` exclusive) with what lettering
+    needs besides: a fractional centre, emptiness, points, insets, and any rectangle-like input."""
 
     @property
-    def right(self) -> int:
-        return self.x + self.w
-
-    @property
-    def bottom(self) -> int:
-        return self.y + self.h
-
-    @property
-    def center(self) -> tuple[float, float]:
+    def center(self) -> tuple[float, float]:  # type: ignore[override]
         return self.x + self.w / 2, self.y + self.h / 2
 
     @property

@@ -76,3 +76,13 @@ def test_page_figures_and_every_key_is_documented_in_the_readme():
 
     keys = list(figures)
     assert [k for k in keys if not covered(k)] == []
+
+
+def test_remote_concurrency_figures_print():
+    import os
+
+    figures = bench("--only", "remote")
+    if figures["remote_n4_over_n1"] is None:
+        assert os.environ.get("MANGAKA_REQUIRE_LLAMA_SERVER") != "1", "llama-server must be built for CI"
+        return
+    assert figures["remote_n1_tok_s"] > 0 and figures["remote_n4_tok_s"] > 0

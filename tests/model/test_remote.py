@@ -1,9 +1,10 @@
-"""The OpenAI-compatible backend against a real server started here on 127.0.0.1:
-llama-cpp-python's own ``python -m llama_cpp.server`` with the tiny qwen35moe model.
+"""The OpenAI-compatible backend against real servers started here on 127.0.0.1 with the tiny
+qwen35moe model: llama.cpp's own ``llama-server`` (built from the vendored source by
+``native/llama_server.py``, cached) and llama-cpp-python's ``python -m llama_cpp.server``.
 
-(llama.cpp's ``llama-server`` and the N = 1 vs N = 4 throughput figure are not covered yet: see
-the open issue.) One test uses a fake server, named as such: a real server cannot be made to
-answer with invalid JSON on every try.
+One test uses a fake server, named as such: a real server cannot be made to answer with invalid
+JSON on every try. Without a built llama-server its cases are skipped, or fail when
+``MANGAKA_REQUIRE_LLAMA_SERVER=1`` (set by ``.ci/run``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -41,32 +43,53 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class PyServer:
-    """``python -m llama_cpp.server`` in a subprocess (start, kill, start again on the same port)."""
+def llama_server_binary() -> str | None:
+    found = subprocess.run(
+        [sys.executable, str(ROOT / "native" / "llama_server.py"), "--print-path"],
+        capture_output=True,
+        text=True,
+    )
+    return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else None
 
-    def __init__(self, model: Path, api_key: str | None = None) -> None:
-        self.model = model
-        self.api_key = api_key
+
+class Server:
+    """A real OpenAI-compatible server in a subprocess (start, kill, start again on the same port):
+    ``kind`` is "llama_cpp.server" (llama-cpp-python) or "llama-server" (llama.cpp)."""
+
+    def __init__(
+        self, model: Path, kind: str = "llama_cpp.server", api_key: str | None = None, parallel: int = 1
+    ):
+        self.model, self.kind, self.api_key, self.parallel = model, kind, api_key, parallel
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120.0) -> PyServer:
+    def command(self) -> list[str]:
+        if self.kind == "llama-server":
+            binary = llama_server_binary()
+            if binary is None:
+                raise RuntimeError("llama-server is not built: python native/llama_server.py")
+            cmd = [binary, "-m", str(self.model), "--host", "127.0.0.1", "--port", str(self.port),
+                   "-c", str(8192 * self.parallel), "-t", "1", "--parallel", str(self.parallel),
+                   "--no-webui", "--jinja"]  # fmt: skip
+            return cmd + (["--api-key", self.api_key] if self.api_key else [])
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
                "--port", str(self.port), "--n_ctx", "8192", "--n_threads", "1"]  # fmt: skip
-        if self.api_key:
-            cmd += ["--api_key", self.api_key]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return cmd + (["--api_key", self.api_key] if self.api_key else [])
+
+    def start(self, timeout: float = 120.0) -> Server:
+        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        probe = "/health" if self.kind == "llama-server" else "/docs"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"{self.url}/docs", timeout=2).read()
+                urllib.request.urlopen(f"{self.url}{probe}", timeout=2).read()
                 return self
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError("llama_cpp.server exited during start-up") from None
+                    raise RuntimeError(f"{self.kind} exited during start-up") from None
                 time.sleep(0.2)
-        raise RuntimeError("llama_cpp.server did not come up")
+        raise RuntimeError(f"{self.kind} did not come up")
 
     def kill(self) -> None:
         if self.proc is not None:
@@ -82,15 +105,30 @@ class PyServer:
                 self.kill()
 
 
+PyServer = Server  # the name other test modules import
+KINDS = ["llama_cpp.server", "llama-server"]
+FLAVOR = {"llama_cpp.server": "llama-cpp-python", "llama-server": "llama-server"}
+
+
+def need(kind: str) -> None:
+    if kind == "llama-server" and llama_server_binary() is None:
+        if os.environ.get("MANGAKA_REQUIRE_LLAMA_SERVER") == "1":
+            pytest.fail(
+                "llama-server is required but not built (python native/llama_server.py)", pytrace=False
+            )
+        pytest.skip("llama-server is not built: python native/llama_server.py")
+
+
 @pytest.fixture(scope="module")
 def roomy(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("remote")
     return write_model(folder / "qwen35moe-32k.gguf", "qwen35moe", context_length=32768)
 
 
-@pytest.fixture(scope="module")
-def server(roomy):
-    s = PyServer(roomy).start()
+@pytest.fixture(scope="module", params=KINDS)
+def server(request, roomy):
+    need(request.param)
+    s = Server(roomy, request.param).start()
     yield s
     s.stop()
 
@@ -101,7 +139,7 @@ def test_screenwriter_through_the_server_returns_a_schema_valid_screenplay(serve
     data = result.screenplay.model_dump(mode="json")
     jsonschema.validate(data, SCHEMA)
     assert validate_screenplay(data) == []
-    assert llm.flavor == "llama-cpp-python"  # found by asking /v1/models
+    assert llm.flavor == FLAVOR[server.kind]  # found by asking /v1/models
 
 
 def test_progress_streams_and_cancel_stops(server):
@@ -120,8 +158,10 @@ def test_progress_streams_and_cancel_stops(server):
         )  # fmt: skip
 
 
-def test_a_server_killed_mid_stream_and_started_again_is_retried(roomy, caplog):
-    s = PyServer(roomy).start()
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_server_killed_mid_stream_and_started_again_is_retried(roomy, kind, caplog):
+    need(kind)
+    s = Server(roomy, kind).start()
     try:
         llm = OpenAICompatibleLLM(s.url, backoff=0.5, retries=6)
         killed = threading.Event()
@@ -150,8 +190,10 @@ def test_a_server_killed_mid_stream_and_started_again_is_retried(roomy, caplog):
         s.stop()
 
 
-def test_a_wrong_key_is_a_clear_401_that_never_shows_the_key(roomy, monkeypatch, caplog):
-    s = PyServer(roomy, api_key=KEY).start()
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_wrong_key_is_a_clear_401_that_never_shows_the_key(roomy, kind, monkeypatch, caplog):
+    need(kind)
+    s = Server(roomy, kind, api_key=KEY).start()
     try:
         monkeypatch.setenv("MANGAKA_TEST_KEY", "wrong-key-7e2a")
         llm = OpenAICompatibleLLM(s.url, api_key_env="MANGAKA_TEST_KEY")

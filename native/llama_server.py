@@ -1,0 +1,79 @@
+"""Build llama.cpp's own ``llama-server`` from the llama.cpp source vendored in the
+llama-cpp-python sdist, linked to the libraries of the installed wheel (no second ggml build),
+and cache it like the wheel. The remote-LLM tests and ``python -m mangaka bench`` serve the tiny
+model with it on 127.0.0.1.
+
+    python native/llama_server.py                # build once (minutes), print the binary's path
+    python native/llama_server.py --print-path   # the cached binary, or exit 1
+
+The cache is ``~/.cache/mangaka/llama-server/llama_cpp_python-<version>/wheel-<platform>-<digest>/``,
+keyed like llama-bench's (native/llama_bench.py, whose build code this reuses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+
+
+def load_impl() -> ModuleType:
+    """native/llama_bench.py as a separate module instance, switched to llama-server."""
+    spec = importlib.util.spec_from_file_location("mangaka_native_llama_server_impl", HERE / "llama_bench.py")
+    impl = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(impl)
+    impl.BINARY = "llama-server"
+    impl.CACHE_FOLDER = "llama-server"
+    impl.BASE_OPTIONS = [o for o in impl.BASE_OPTIONS if not o.startswith("-DLLAMA_BUILD_SERVER=")]
+    impl.BASE_OPTIONS.append("-DLLAMA_BUILD_SERVER=ON")
+    # llama-server also links libmtmd (multimodal), which the wheel ships as a shared library.
+    impl.WHEEL_REPLACED = re.compile(
+        r"^(?:.*/)?(src/libllama|ggml/src/libggml(?:-[a-z0-9]+)?|tools/mtmd/libmtmd)\.a$"
+    )
+    return impl
+
+
+def ensure(python: str = sys.executable, rebuild: bool = False, jobs: int | None = None) -> Path:
+    impl = load_impl()
+    install = impl.load_install()
+    return impl.ensure_llama_bench(
+        "cpu", install.PINNED_VERSION, None, impl.default_cache(), rebuild=rebuild, jobs=jobs, python=python,
+        link_wheel=True,
+    )  # fmt: skip
+
+
+def cached(python: str = sys.executable) -> Path | None:
+    impl = load_impl()
+    install = impl.load_install()
+    libdir, installed = impl.wheel_libdir(python)
+    path = impl.cached_path(impl.default_cache(), install.PINNED_VERSION, "cpu", None, libdir)
+    return path if path.is_file() and installed == install.PINNED_VERSION else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--print-path", action="store_true", help="print the cached binary; exit 1 if absent")
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--jobs", type=int)
+    parser.add_argument("--python", default=sys.executable, help="interpreter whose wheel to link to")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.print_path:
+        found = cached(args.python)
+        if found is None:
+            return 1
+        sys.stdout.write(f"{found}\n")
+        return 0
+    sys.stdout.write(f"{ensure(args.python, args.rebuild, args.jobs)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -78,13 +78,31 @@ def request_body(
         if flavor == "llama-cpp-python":
             body["response_format"] = {"type": "json_object", "schema": schema}
         elif flavor == "llama-server":
-            body["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"schema": without_closed_tuples(schema)},
+            }
         else:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "output", "schema": schema, "strict": True},
             }
     return body
+
+
+def without_closed_tuples(schema: Any) -> Any:
+    """``schema`` with ``"items": false`` dropped next to ``prefixItems``: llama-server's parser
+    wants ``items`` to be an object, and its grammar for ``prefixItems`` is a closed tuple anyway
+    (the reply is still validated against the original schema)."""
+    if isinstance(schema, list):
+        return [without_closed_tuples(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: without_closed_tuples(v) for k, v in schema.items()}
+    if "prefixItems" in out and out.get("items") is False:
+        del out["items"]
+        out.setdefault("maxItems", len(out["prefixItems"]))
+    return out
 
 
 class OpenAICompatibleLLM:
@@ -368,8 +386,11 @@ def _run(make: Callable[[], Any]) -> Any:
     """Run a coroutine to the end from synchronous code, inside or outside an event loop."""
     try:
         asyncio.get_running_loop()
+        in_loop = True
     except RuntimeError:
-        return asyncio.run(make())
+        in_loop = False
+    if not in_loop:
+        return asyncio.run(make())  # outside the except block: no chained "no running event loop"
     result: list[Any] = []
     error: list[BaseException] = []
 

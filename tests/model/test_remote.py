@@ -148,7 +148,7 @@ def test_progress_streams_and_cancel_stops(server):
     done = llm.complete(
         [{"role": "user", "content": "Tell a story."}], max_tokens=40, on_progress=lambda n, t: seen.append(n)
     )
-    assert seen == sorted(seen) and len(seen) >= 10 and done.finish_reason == "length"
+    assert seen == sorted(seen) and len(seen) >= 10 and done.finish_reason in ("length", "stop")
     from mangaka.errors import Cancelled
 
     with pytest.raises(Cancelled):

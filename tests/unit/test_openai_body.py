@@ -68,3 +68,16 @@ def test_bad_options_are_refused():
     with pytest.raises(InputError, match="flavor"):
         OpenAICompatibleLLM("http://x", flavor="tgi")
     assert OpenAICompatibleLLM("http://x:8080/v1/").base_url == "http://x:8080"
+
+
+def test_llama_server_gets_closed_tuples_without_items_false():
+    tuple_schema = {"type": "array", "prefixItems": [{"const": "p1"}, {"const": "p2"}], "items": False}
+    b = request_body(
+        "llama-server", "", MESSAGES, schema={"type": "object", "properties": {"panels": tuple_schema}},
+        sampling=PRESETS["greedy"], max_tokens=8, thinking=False,
+    )  # fmt: skip
+    sent = b["response_format"]["json_schema"]["schema"]["properties"]["panels"]
+    assert (
+        "items" not in sent and sent["maxItems"] == 2 and sent["prefixItems"] == tuple_schema["prefixItems"]
+    )
+    assert tuple_schema["items"] is False  # the caller's schema is untouched

@@ -201,6 +201,44 @@ def cmd_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_book(args: argparse.Namespace) -> int:
+    from .batch.book import write_book
+    from .llm.base import sampling_preset
+
+    if bool(args.model) == bool(args.remote):
+        raise MangakaError("give either --model FILE.gguf or --remote URL")
+    if args.remote:
+        from .llm.openai import OpenAICompatibleLLM
+
+        llm = OpenAICompatibleLLM(
+            args.remote, args.remote_model, api_key_env=args.api_key_env, concurrency=args.concurrency
+        )
+    else:
+        from .llm.inprocess import LlamaCppLLM, LoadOptions
+
+        options = LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
+        llm = LlamaCppLLM(args.model, options, args.lora, args.lora_scale)
+    result = write_book(
+        llm,
+        args.book,
+        args.out,
+        concurrency=args.concurrency,
+        chapters=args.chapters,
+        language=args.language,
+        panels=args.panels,
+        dialogue=args.dialogue,
+        sampling=sampling_preset(args.sampling).replace(seed=args.seed),
+        max_attempts=args.attempts,
+    )
+    for path in result.written:
+        sys.stdout.write(f"{path}\n")
+    for number, why in sorted(result.failed.items()):
+        sys.stdout.write(f"chapter {number} failed: {why}\n")
+    if result.skipped:
+        log.info("%d chapters were written already and were skipped", len(result.skipped))
+    return 0 if result.ok else 1
+
+
 def cmd_queue(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -256,6 +294,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["png", "jpeg"], default="png")
     p.add_argument("-o", "--output", type=Path, default=Path("pages"), help="folder for the pages")
     p.set_defaults(func=cmd_page)
+
+    p = sub.add_parser("book", help="screenplays for every chapter of a book, N chapters in flight")
+    p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")
+    _add_model_args(p, model_required=False)
+    p.add_argument("--remote", help="an OpenAI-compatible server's URL instead of --model")
+    p.add_argument("--remote-model", default="", help="the model name on that server")
+    p.add_argument("--api-key-env", help="NAME of the environment variable holding the server's API key")
+    p.add_argument("--concurrency", type=int, default=1, help="chapters in flight at once")
+    p.add_argument("--chapters", help="which chapters, e.g. 3-7 (default: all)")
+    p.add_argument("--out", type=Path, default=Path("screenplays"), help="folder for the screenplays")
+    p.set_defaults(func=cmd_book)
 
     p = sub.add_parser("queue", help="run a whole book through a ComfyUI workflow, chapter by chapter")
     p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")

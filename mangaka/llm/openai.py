@@ -139,6 +139,9 @@ class OpenAICompatibleLLM:
         self.backoff = backoff
         self.name = f"{model or 'default'} at {self.base_url}"
         self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._count_lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests this handle had in flight at once
         self.n_ctx = 0  # unknown: the server checks the context and says so
 
     # -- the protocol --------------------------------------------------------------------------
@@ -162,11 +165,18 @@ class OpenAICompatibleLLM:
             log.info("thinking turned off: output is constrained to a schema")
             thinking = False
         with self._slots:
-            return _run(
-                lambda: self._complete(
-                    messages, schema, sampling or Sampling(), max_tokens, thinking, on_progress, cancel
+            with self._count_lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                return _run(
+                    lambda: self._complete(
+                        messages, schema, sampling or Sampling(), max_tokens, thinking, on_progress, cancel
+                    )
                 )
-            )
+            finally:
+                with self._count_lock:
+                    self.in_flight -= 1
 
     # -- HTTP ----------------------------------------------------------------------------------
 

@@ -276,3 +276,28 @@ def test_invalid_json_on_every_try_is_the_same_error_as_in_process():
         assert llm.flavor == "llama-server"
     finally:
         stop.set()
+
+
+def test_a_book_keeps_n_chapters_in_flight_and_resumes(roomy, tmp_path):
+    need("llama-server")
+    s = Server(roomy, "llama-server", parallel=3).start()
+    try:
+        book = tmp_path / "book.txt"
+        book.write_text(
+            "Chapter 1\n\nLin ran to the ferry.\n\nChapter 2\n\nA lantern floated by.\n\n"
+            "Chapter 3\n\nLin hung the lantern by the door.\n",
+            encoding="utf-8",
+        )
+        llm = OpenAICompatibleLLM(s.url, concurrency=3)
+        from mangaka.batch.book import write_book
+
+        out = tmp_path / "screenplays"
+        done = write_book(llm, book, out, concurrency=3, panels=2, dialogue=2, sampling=PRESETS["greedy"])
+        assert done.ok and [p.name[:2] for p in done.written] == ["01", "02", "03"]
+        assert llm.max_in_flight == 3  # three chapters' requests were at the server at once
+        for path in done.written:
+            assert validate_screenplay(json.loads(path.read_text(encoding="utf-8"))) == []
+        again = write_book(llm, book, out, concurrency=3, panels=2, dialogue=2, sampling=PRESETS["greedy"])
+        assert again.written == [] and len(again.skipped) == 3  # a rerun resumes: nothing written twice
+    finally:
+        s.stop()

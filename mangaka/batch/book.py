@@ -1,0 +1,89 @@
+"""Screenplays for a whole book with N chapters in flight against one LLM (``python -m mangaka book``).
+
+Against an OpenAI-compatible server with parallel slots, N requests at once are batched by the
+server; in-process, the model's lock runs them one at a time. Each chapter's screenplay is written
+atomically to ``OUT/<number title>.json``; a chapter whose file exists is skipped, so a rerun
+resumes. A chapter that fails is reported and the others go on.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..chapters import Chapter, parse_range, read_book, split_chapters
+from ..errors import InputError, MangakaError
+from ..fileio import write_atomic
+from ..llm.base import LLM
+from ..screenplay import write_screenplay
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BookResult:
+    written: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    failed: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def write_book(
+    llm: LLM,
+    book: Path,
+    out: Path,
+    *,
+    concurrency: int = 1,
+    chapters: str | None = None,
+    max_chars: int = 20000,
+    **screenplay: Any,
+) -> BookResult:
+    """Every selected chapter's screenplay, ``concurrency`` at a time; see the module docstring."""
+    if concurrency < 1:
+        raise InputError(f"concurrency must be at least 1, got {concurrency}")
+    found = split_chapters(read_book(book), max_chars=max_chars)
+    if not found:
+        raise InputError(f"{book} has no text")
+    selected = set(parse_range(chapters, len(found))) if chapters else {c.number for c in found}
+    width = max(2, len(str(len(found))))
+    result = BookResult()
+    todo: list[tuple[Chapter, Path]] = []
+    for chapter in found:
+        if chapter.number not in selected:
+            continue
+        path = out / f"{chapter.slug(width)}.json"
+        if path.exists():
+            result.skipped.append(path)
+        else:
+            todo.append((chapter, path))
+
+    def one(item: tuple[Chapter, Path]) -> Path:
+        chapter, path = item
+        done = write_screenplay(llm, chapter.text, **screenplay)
+        data = done.screenplay.model_dump(mode="json")
+        write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        log.info(
+            "chapter %d (%s): %d panels → %s", chapter.number, chapter.title, len(data["panels"]), path.name
+        )
+        return path
+
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=concurrency, thread_name_prefix="mangaka-book"
+    ) as pool:
+        futures = {pool.submit(one, item): item[0] for item in todo}
+        for future in concurrent.futures.as_completed(futures):
+            chapter = futures[future]
+            try:
+                result.written.append(future.result())
+            except MangakaError as exc:
+                result.failed[chapter.number] = str(exc)
+                log.error("chapter %d (%s) failed: %s", chapter.number, chapter.title, exc)
+    result.written.sort()
+    return result

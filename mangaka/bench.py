@@ -496,7 +496,14 @@ def remote_concurrency(threads: int, requests: int = 8) -> dict[str, Any]:
         port = sock.getsockname()[1]
     cmd = [binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "16384",
            "--parallel", "4", "-t", str(threads), "--no-webui", "--jinja"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from .llm.native import import_llama_cpp
+
+    libdir = Path(import_llama_cpp().__file__).resolve().parent / "lib"  # the binary links the wheel's libs
+    env = {
+        **os.environ,
+        "LD_LIBRARY_PATH": os.pathsep.join(filter(None, [str(libdir), os.environ.get("LD_LIBRARY_PATH")])),
+    }
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -7,14 +7,18 @@ model with it on 127.0.0.1.
     python native/llama_server.py --print-path   # the cached binary, or exit 1
 
 The cache is ``~/.cache/mangaka/llama-server/llama_cpp_python-<version>/wheel-<platform>-<digest>/``,
-keyed like llama-bench's (native/llama_bench.py, whose build code this reuses).
+keyed by the version, the options and the *content* of the wheel's shared libraries (not the
+path of the venv they sit in), so a fresh checkout with the same cached wheel reuses the binary.
+Run it with ``server_env()``: ``LD_LIBRARY_PATH`` pointing at the current wheel's ``lib`` folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -37,7 +41,33 @@ def load_impl() -> ModuleType:
     impl.WHEEL_REPLACED = re.compile(
         r"^(?:.*/)?(src/libllama|ggml/src/libggml(?:-[a-z0-9]+)?|tools/mtmd/libmtmd)\.a$"
     )
+    by_path = impl.cached_path
+
+    def cached_path(cache_root, version, target, cuda_arch, link_wheel):
+        if link_wheel is None:
+            return by_path(cache_root, version, target, cuda_arch, link_wheel)
+        options = [*impl.wheel_options(), f"libs={wheel_digest(Path(link_wheel))}"]
+        return impl.cache_dir(cache_root, version, "wheel", options) / impl.BINARY
+
+    impl.cached_path = cached_path
     return impl
+
+
+def wheel_digest(libdir: Path) -> str:
+    """What the wheel's shared libraries contain (the binary links against exactly these)."""
+    digest = hashlib.sha256()
+    for lib in sorted(p for p in libdir.iterdir() if ".so" in p.name and p.is_file() and not p.is_symlink()):
+        digest.update(lib.name.encode())
+        digest.update(lib.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def server_env(python: str = sys.executable) -> dict[str, str]:
+    """The environment to run the cached llama-server in: the current wheel's libraries first."""
+    libdir, _version = load_impl().wheel_libdir(python)
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(libdir), env.get("LD_LIBRARY_PATH", "")) if p)
+    return env
 
 
 def ensure(python: str = sys.executable, rebuild: bool = False, jobs: int | None = None) -> Path:

@@ -52,6 +52,18 @@ def llama_server_binary() -> str | None:
     return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else None
 
 
+def wheel_library_env() -> dict[str, str]:
+    """llama-server is linked to the wheel's libraries: find this venv's (the cached binary is
+    shared between checkouts, keyed by the libraries' content)."""
+    import llama_cpp
+
+    libdir = Path(llama_cpp.__file__).resolve().parent / "lib"
+    return {
+        **os.environ,
+        "LD_LIBRARY_PATH": os.pathsep.join(filter(None, [str(libdir), os.environ.get("LD_LIBRARY_PATH")])),
+    }
+
+
 class Server:
     """A real OpenAI-compatible server in a subprocess (start, kill, start again on the same port):
     ``kind`` is "llama_cpp.server" (llama-cpp-python) or "llama-server" (llama.cpp)."""
@@ -78,7 +90,9 @@ class Server:
         return cmd + (["--api_key", self.api_key] if self.api_key else [])
 
     def start(self, timeout: float = 120.0) -> Server:
-        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=wheel_library_env()
+        )
         probe = "/health" if self.kind == "llama-server" else "/docs"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -201,6 +201,14 @@ def cmd_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import diagnose
+
+    report = diagnose(args.model, args.ctx)
+    sys.stdout.write((report.to_json() if args.json else report.text()) + "\n")
+    return 1 if report.worst == "error" else 0
+
+
 def cmd_book(args: argparse.Namespace) -> int:
     from .batch.book import write_book
     from .llm.base import sampling_preset
@@ -294,6 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["png", "jpeg"], default="png")
     p.add_argument("-o", "--output", type=Path, default=Path("pages"), help="folder for the pages")
     p.set_defaults(func=cmd_page)
+
+    p = sub.add_parser("doctor", help="what this machine's llama.cpp can do, and what is wrong")
+    p.add_argument("--model", type=Path, help="a GGUF model to check (architecture, memory)")
+    p.add_argument("--ctx", type=int, default=32768, help="context length for the memory estimate")
+    p.add_argument("--json", action="store_true", help="the findings as one JSON object")
+    p.set_defaults(func=cmd_doctor)
 
     p = sub.add_parser("book", help="screenplays for every chapter of a book, N chapters in flight")
     p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")

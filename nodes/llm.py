@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from comfy_api.latest import io
+from comfy_api.latest import io, ui
 
 from ..mangaka.errors import MangakaError
 from ..mangaka.llm.base import PRESETS, sampling_preset
@@ -166,6 +166,32 @@ class RemoteLLM(io.ComfyNode):
         return io.NodeOutput(llm)
 
 
+class Doctor(io.ComfyNode):
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="MangakaDoctor",
+            display_name="Doctor (llama.cpp)",
+            category="Mangaka/LLM",
+            description="What this machine's llama.cpp build can do and what is wrong: version, CPU "
+            "features, GPU offload, architectures, memory for a model and context, CPU governor, NUMA.",
+            inputs=[
+                io.Combo.Input("model", options=[_comfy.NONE, *_comfy.model_files()], default=_comfy.NONE),
+                io.Int.Input("context", default=DEFAULT_N_CTX, min=256, max=1 << 20),
+            ],
+            outputs=[io.String.Output(display_name="report")],
+            is_output_node=True,
+        )
+
+    @classmethod
+    def execute(cls, model: str, context: int) -> io.NodeOutput:
+        from ..mangaka.doctor import diagnose
+
+        path = None if model == _comfy.NONE else _comfy.full_path(_comfy.LLM_FOLDER, model)
+        text = diagnose(path, context).text()
+        return io.NodeOutput(text, ui=ui.PreviewText(text))
+
+
 def _schema_problem(text: str | None) -> str | None:
     if text is None:
         return None
@@ -246,4 +272,4 @@ class StructuredOutput(io.ComfyNode):
         return io.NodeOutput(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-NODES = [LoadLLM, RemoteLLM, StructuredOutput]
+NODES = [LoadLLM, RemoteLLM, StructuredOutput, Doctor]

@@ -70,3 +70,13 @@ def test_a_key_in_place_of_a_variable_name_is_a_400_that_does_not_echo_it(server
     status, body = server.post_prompt(remote_workflow(llm_server.url, api_key_env="sk-live-123.456"))
     assert status == 400
     assert "NAME of an environment variable" in json.dumps(body) and "sk-live-123" not in json.dumps(body)
+
+
+def test_doctor_node_reports_on_the_server_machine(server):  # noqa: F811
+    prompt = {
+        "1": {"class_type": "MangakaDoctor", "inputs": {"model": "tiny-qwen35moe.gguf", "context": 4096}}
+    }
+    result = server.run_prompt(prompt, timeout=120)
+    assert result.status == "success", result.describe()
+    text = result.outputs["1"]["text"][0]
+    assert "llama-cpp-python: 0.3.36" in text and "tiny-qwen35moe.gguf: qwen35moe, loadable" in text

@@ -1,0 +1,277 @@
+"""``python -m mangaka doctor``: what this machine's llama.cpp can do, and what is wrong, in plain
+findings. Each finding has a severity (ok, info, warning, error) and one line of advice.
+
+Checks: llama-cpp-python and its build (version, pinned version, system-info flags, GPU offload),
+the architectures it can load (and a given model's), the memory a model at a context length needs
+(weights + KV cache) against what is free, the CPU frequency governor, NUMA nodes, and where the
+pack's LLM nodes will run. The system is read through ``sysfs`` and ``/proc/meminfo`` paths that
+tests point at a crafted tree.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import MangakaError
+
+log = logging.getLogger(__name__)
+
+SEVERITIES = ("ok", "info", "warning", "error")
+ARCHITECTURES = (
+    "qwen35moe",
+    "qwen3moe",
+    "qwen3",
+    "qwen2",
+    "llama",
+    "gemma3",
+    "mistral3",
+    "glm4moe",
+    "deepseek2",
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    topic: str
+    message: str
+    advice: str = ""
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, severity: str, topic: str, message: str, advice: str = "") -> None:
+        self.findings.append(Finding(severity, topic, message, advice))
+
+    @property
+    def worst(self) -> str:
+        return max((f.severity for f in self.findings), key=SEVERITIES.index, default="ok")
+
+    def text(self) -> str:
+        marks = {"ok": "ok  ", "info": "info", "warning": "WARN", "error": "FAIL"}
+        lines = []
+        for f in self.findings:
+            lines.append(f"[{marks[f.severity]}] {f.topic}: {f.message}")
+            if f.advice:
+                lines.append(f"       → {f.advice}")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"worst": self.worst, "findings": [asdict(f) for f in self.findings]}, ensure_ascii=False
+        )
+
+
+@dataclass(frozen=True)
+class System:
+    """Where the machine is read from (a crafted tree in tests)."""
+
+    sysfs: Path = Path("/sys")
+    meminfo: Path = Path("/proc/meminfo")
+
+
+def mem_available(system: System) -> int | None:
+    """Bytes of memory available (``MemAvailable``), or None when unknown."""
+    try:
+        for line in system.meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_governor(report: Report, system: System) -> None:
+    files = sorted((system.sysfs / "devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor"))
+    if not files:
+        report.add("info", "CPU governor", "no cpufreq governor exposed (a VM or a fixed-frequency CPU)")
+        return
+    governors = {f.read_text().strip() for f in files}
+    if governors == {"performance"}:
+        report.add("ok", "CPU governor", f"performance on all {len(files)} CPUs")
+    else:
+        report.add(
+            "warning",
+            "CPU governor",
+            f"{', '.join(sorted(governors))} on {len(files)} CPUs: token generation runs below full clock",
+            "set it to performance while generating: `sudo cpupower frequency-set -g performance`",
+        )
+
+
+def check_numa(report: Report, system: System) -> None:
+    nodes = sorted((system.sysfs / "devices/system/node").glob("node[0-9]*"))
+    if len(nodes) <= 1:
+        report.add("ok", "NUMA", "one memory node")
+        return
+    report.add(
+        "warning",
+        "NUMA",
+        f"{len(nodes)} memory nodes: a model spread over them is read across the interconnect",
+        "bind ComfyUI to one node: `numactl --cpunodebind=0 --membind=0 python main.py` "
+        "(and set threads to that node's cores)",
+    )
+
+
+def check_build(report: Report) -> dict[str, Any]:
+    """llama-cpp-python: installed, pinned version, CPU features, GPU offload."""
+    from .llm import native
+
+    try:
+        lib = native.import_llama_cpp()
+    except MangakaError as exc:
+        report.add(
+            "error", "llama-cpp-python", str(exc), "python native/install.py --python <ComfyUI's python>"
+        )
+        return {}
+    version = native.version()
+    pinned = _pinned_version()
+    if pinned and version != pinned:
+        report.add(
+            "warning",
+            "llama-cpp-python",
+            f"{version} installed; the pack is tested with {pinned}",
+            f"python native/install.py --version {pinned}",
+        )
+    else:
+        report.add("ok", "llama-cpp-python", f"{version} (llama.cpp vendored in it)")
+    info = native.system_info()
+    flags = {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in info.split("|")) if v}
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64") and flags.get("AVX2") != "1":
+        report.add(
+            "warning", "CPU features", f"built without AVX2: {info}", "rebuild with python native/install.py"
+        )
+    elif machine.startswith("loongarch") and flags.get("LASX") != "1":
+        report.add(
+            "warning",
+            "CPU features",
+            f"built without LASX: {info}",
+            "python native/install.py --target loongarch",
+        )
+    else:
+        report.add("ok", "CPU features", info)
+    gpu = bool(lib.llama_supports_gpu_offload())
+    if gpu:
+        report.add(
+            "ok", "GPU offload", "supported by this build; the LLM nodes run on the GPU (GPU layers -1)"
+        )
+    else:
+        report.add(
+            "info",
+            "GPU offload",
+            "this build is CPU-only; the LLM nodes run on the CPU",
+            "for an NVIDIA GPU: python native/install.py --target cuda",
+        )
+    return {"version": version, "gpu": gpu}
+
+
+def check_architectures(report: Report, model: Path | None) -> None:
+    from .llm import native
+    from .llm.gguf_info import read_gguf_info
+
+    known = [a for a in ARCHITECTURES if native.knows_architecture(a)]
+    report.add("info", "architectures", f"this build loads, among others: {', '.join(known)}")
+    if model is None:
+        return
+    try:
+        info = read_gguf_info(model)
+        native.check_architecture(info.architecture, model.name)
+    except MangakaError as exc:
+        report.add(
+            "error", "model", str(exc), "rebuild llama-cpp-python as the message says, or pick another model"
+        )
+        return
+    report.add("ok", "model", f"{model.name}: {info.architecture}, loadable")
+
+
+def memory_needed(model: Path, n_ctx: int) -> tuple[int, int]:
+    """(weights bytes, KV-cache bytes at ``n_ctx`` in f16) for a GGUF model; hybrid models count
+    only their attention layers (``full_attention_interval``)."""
+    from .llm.gguf_info import read_gguf_info
+
+    info = read_gguf_info(model)
+    arch = info.architecture
+    meta = info.metadata
+
+    def get(key: str, default: int = 0) -> int:
+        value = meta.get(f"{arch}.{key}", default)
+        return int(value) if isinstance(value, (int, float)) else default
+
+    layers = get("block_count")
+    interval = get("full_attention_interval", 1) or 1
+    attention_layers = math.ceil(layers / interval) if interval > 1 else layers
+    heads_kv = get("attention.head_count_kv", get("attention.head_count"))
+    head = get("embedding_length") // max(1, get("attention.head_count", 1))
+    k, v = get("attention.key_length", head), get("attention.value_length", head)
+    kv = attention_layers * n_ctx * heads_kv * (k + v) * 2
+    return model.stat().st_size, kv
+
+
+def check_memory(report: Report, model: Path | None, n_ctx: int, system: System) -> None:
+    free = mem_available(system)
+    if model is None:
+        if free is not None:
+            report.add("info", "memory", f"{free / 2**30:.1f} GiB available")
+        return
+    try:
+        weights, kv = memory_needed(model, n_ctx)
+    except (MangakaError, OSError) as exc:
+        report.add("error", "memory", f"cannot read {model.name}: {exc}")
+        return
+    need = weights + kv
+    what = (
+        f"{model.name} at {n_ctx} tokens needs {need / 2**30:.2f} GiB "
+        f"({weights / 2**30:.2f} weights + {kv / 2**30:.2f} KV cache)"
+    )
+    if free is None:
+        report.add("info", "memory", what + "; available memory unknown")
+    elif need > free:
+        fit = max(0, int((free - weights) / max(1, kv / n_ctx)))
+        report.add(
+            "error",
+            "memory",
+            f"{what}, but only {free / 2**30:.2f} GiB is available",
+            f"lower the context to about {fit} tokens, offload layers to a GPU, or use a smaller "
+            "quantisation",
+        )
+    elif need > 0.8 * free:
+        report.add(
+            "warning",
+            "memory",
+            f"{what} of {free / 2**30:.2f} GiB available",
+            "little room is left for ComfyUI's image models",
+        )
+    else:
+        report.add("ok", "memory", f"{what} of {free / 2**30:.2f} GiB available")
+
+
+def _pinned_version() -> str | None:
+    script = Path(__file__).resolve().parent.parent / "native" / "install.py"
+    try:
+        for line in script.read_text(encoding="utf-8").splitlines():
+            if line.startswith("PINNED_VERSION"):
+                return line.split("=", 1)[1].strip().strip("\"'")
+    except OSError:
+        return None
+    return None
+
+
+def diagnose(model: Path | None = None, n_ctx: int = 32768, system: System | None = None) -> Report:
+    """Every finding, in a fixed order."""
+    system = system or System()
+    report = Report()
+    check_build(report)
+    if report.worst != "error":
+        check_architectures(report, model)
+    check_memory(report, model, n_ctx, system)
+    check_governor(report, system)
+    check_numa(report, system)
+    return report

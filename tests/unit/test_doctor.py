@@ -1,0 +1,82 @@
+"""``python -m mangaka doctor`` on crafted inputs: a fake sysfs tree (governor, NUMA), a fake
+/proc/meminfo, a GGUF of an unknown architecture, a context too big for the memory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mangaka.doctor import System, diagnose, memory_needed
+from mangaka.tiny_models import write_model, write_unsupported_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fake_system(tmp: Path, governors: list[str], numa_nodes: int, available_kib: int) -> System:
+    sysfs = tmp / "sys"
+    for i, governor in enumerate(governors):
+        folder = sysfs / f"devices/system/cpu/cpu{i}/cpufreq"
+        folder.mkdir(parents=True)
+        (folder / "scaling_governor").write_text(governor + "\n")
+    for n in range(numa_nodes):
+        (sysfs / f"devices/system/node/node{n}").mkdir(parents=True)
+    meminfo = tmp / "meminfo"
+    meminfo.write_text(f"MemTotal:       {available_kib * 2} kB\nMemAvailable:   {available_kib} kB\n")
+    return System(sysfs, meminfo)
+
+
+def by_topic(report) -> dict:
+    return {f.topic: f for f in report.findings}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return write_model(tmp_path_factory.mktemp("doctor") / "tiny.gguf", "qwen35moe", context_length=32768)
+
+
+def test_powersave_governor_and_two_numa_nodes_are_warnings_with_advice(tmp_path):
+    report = diagnose(system=fake_system(tmp_path, ["powersave", "powersave", "performance"], 2, 8 << 20))
+    found = by_topic(report)
+    assert found["CPU governor"].severity == "warning" and "performance" in found["CPU governor"].advice
+    assert "powersave" in found["CPU governor"].message
+    assert found["NUMA"].severity == "warning" and "numactl" in found["NUMA"].advice
+    good = by_topic(diagnose(system=fake_system(tmp_path / "good", ["performance"] * 2, 1, 8 << 20)))
+    assert good["CPU governor"].severity == good["NUMA"].severity == "ok"
+
+
+def test_a_model_of_an_unknown_architecture_is_an_error_naming_it(tmp_path):
+    model = write_unsupported_model(tmp_path / "future.gguf")
+    report = diagnose(model, system=fake_system(tmp_path, ["performance"], 1, 8 << 20))
+    finding = by_topic(report)["model"]
+    assert finding.severity == "error" and "qwen99moe" in finding.message and "cannot load" in finding.message
+    assert report.worst == "error"
+
+
+def test_a_context_too_big_for_the_memory_is_an_error_with_a_context_that_fits(tiny, tmp_path):
+    weights, kv = memory_needed(tiny, 32768)
+    # hybrid: 4 blocks, one attention layer in four → 1 layer × 32768 × 2 heads × (16 + 16) × 2 bytes
+    assert kv == 1 * 32768 * 2 * 32 * 2 and weights == tiny.stat().st_size
+    available_kib = (weights + kv // 2) // 1024  # room for half the KV cache
+    finding = by_topic(diagnose(tiny, 32768, fake_system(tmp_path, ["performance"], 1, available_kib)))[
+        "memory"
+    ]
+    assert finding.severity == "error" and "lower the context to about" in finding.advice
+    fits = int(finding.advice.split("about ")[1].split()[0])
+    assert 15000 < fits < 16500
+    ok = by_topic(diagnose(tiny, 1024, fake_system(tmp_path / "big", ["performance"], 1, 8 << 20)))["memory"]
+    assert ok.severity == "ok"
+
+
+def test_the_command_prints_findings_and_json():
+    run = subprocess.run(
+        [sys.executable, "-m", "mangaka", "doctor", "--json"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    topics = [f["topic"] for f in data["findings"]]
+    assert topics[:3] == ["llama-cpp-python", "CPU features", "GPU offload"]
+    assert all(f["severity"] in ("ok", "info", "warning", "error") for f in data["findings"])

@@ -1,4 +1,4 @@
-"""Shared test setup: each test gets the marker of its tier folder (unit, model, comfy, bench)."""
+"""Shared test setup: each test gets the marker of its tier folder (unit, model, comfy, bench, native)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-TIERS = ("unit", "model", "comfy", "bench")
+TIERS = ("unit", "model", "comfy", "bench", "native")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,0 +1,291 @@
+"""LoongArch proof without LoongArch hardware: cross-compile the pinned llama.cpp for loongarch64
+with LSX and LASX, count the LASX instructions in the code, and run it under
+``qemu-loongarch64 -cpu la464``.
+
+    .venv/bin/python native/loongarch_check.py     # prints one JSON object; exit 1 on a failed check
+
+What it shows (FIELD-NOTES.md, "LoongArch without LoongArch hardware", has the recipe):
+
+1. the object code carries LASX (``xv*``) and LSX (``v*``) instructions (capstone's LoongArch
+   disassembler over ``llama-simple``'s ``.text``);
+2. ggml's own ``test-quantize-fns`` passes under emulation;
+3. the tiny ``qwen35moe`` model generates, greedily, byte for byte what the x86-64 build
+   (llama-cpp-python in this venv) generates;
+4. the same binary under ``-cpu la464,lasx=off`` dies with SIGILL: the LASX paths really ran.
+
+Tools, all fetched once into ``~/.cache/mangaka/loongarch/``: PyPI ``ziglang`` (clang for
+loongarch64, static musl) and ``capstone6pwndbg``; Debian bookworm-backports ``qemu-user`` 10
+(Debian 12's own 7.2 lacks LASX), downloaded with apt through a private sources list and unpacked
+with ``dpkg-deb -x``, nothing installed system-wide. The build (about 12 minutes on 2 cores) is
+cached by version and options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ZIG = "ziglang==0.17.1"
+CAPSTONE = "capstone6pwndbg==8.0.0"
+BACKPORTS = (
+    "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+    "http://deb.debian.org/debian bookworm-backports main\n"
+)
+OPTIONS = [
+    "-DCMAKE_SYSTEM_NAME=Linux",
+    "-DCMAKE_SYSTEM_PROCESSOR=loongarch64",
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DGGML_NATIVE=OFF",
+    "-DGGML_LSX=ON",
+    "-DGGML_LASX=ON",
+    "-DGGML_OPENMP=OFF",
+    "-DLLAMA_BUILD_TESTS=ON",
+    "-DLLAMA_BUILD_TOOLS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=ON",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DLLAMA_BUILD_APP=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DCMAKE_EXE_LINKER_FLAGS=-static",
+]
+TARGETS = ("test-quantize-fns", "llama-simple")
+PROMPT = "Hello lantern"
+N_PREDICT = 24
+# A wrapper around zig's clang: ggml passes -march=loongarch64, which zig reads as its own CPU
+# name; plain generic_la64 silently picks soft-float, so ask for the F and D extensions.
+WRAPPER = """#!/usr/bin/env bash
+args=()
+for a in "$@"; do
+  case "$a" in
+    -march=loongarch64) args+=("-mcpu=generic_la64+f+d") ;;
+    *) args+=("$a") ;;
+  esac
+done
+exec "{python}" -m ziglang {tool} -target loongarch64-linux-musl "${{args[@]}}"
+"""
+
+log = logging.getLogger("mangaka.loongarch")
+
+
+class CheckError(RuntimeError):
+    pass
+
+
+def run(cmd: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
+    log.info("%s", what)
+    done = subprocess.run(cmd, **kwargs)
+    if done.returncode != 0:
+        raise CheckError(f"{what} failed (exit {done.returncode}): {' '.join(map(str, cmd))}")
+    return done
+
+
+def cache() -> Path:
+    return Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka")) / "loongarch"
+
+
+def tools_venv(root: Path) -> Path:
+    venv = root / "tools-venv"
+    python = venv / "bin" / "python"
+    marker = venv / "installed.txt"
+    if not (marker.is_file() and marker.read_text() == f"{ZIG} {CAPSTONE}"):
+        run([sys.executable, "-m", "venv", str(venv)], "creating the tools venv")
+        run(
+            [str(python), "-m", "pip", "install", "--quiet", ZIG, CAPSTONE],
+            f"installing {ZIG} and {CAPSTONE}",
+        )
+        marker.write_text(f"{ZIG} {CAPSTONE}")
+    return python
+
+
+def qemu(root: Path) -> Path:
+    binary = root / "qemu" / "usr" / "bin" / "qemu-loongarch64"
+    if binary.is_file():
+        return binary
+    work = root / "apt"
+    for sub in ("lists/partial", "cache/archives/partial", "debs"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    sources = work / "backports.list"
+    sources.write_text(BACKPORTS)
+    options = [
+        "-o",
+        f"Dir::Etc::SourceList={sources}",
+        "-o",
+        "Dir::Etc::SourceParts=/dev/null",
+        "-o",
+        f"Dir::State::Lists={work / 'lists'}",
+        "-o",
+        f"Dir::Cache={work / 'cache'}",
+    ]
+    run(["apt-get", *options, "update"], "reading bookworm-backports' package list", capture_output=True)
+    run(
+        ["apt-get", *options, "download", "qemu-user"],
+        "downloading qemu-user from bookworm-backports",
+        cwd=work / "debs",
+        capture_output=True,
+    )
+    deb = next((work / "debs").glob("qemu-user_*.deb"))
+    run(["dpkg-deb", "-x", str(deb), str(root / "qemu")], "unpacking qemu-user")
+    return binary
+
+
+def source(root: Path) -> Path:
+    spec = importlib.util.spec_from_file_location("mangaka_native_llama_bench_la", HERE / "llama_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(bench)
+    version = bench.load_install().PINNED_VERSION
+    tree = root / f"src-{version}" / "vendor" / "llama.cpp"
+    if not tree.is_dir():
+        tarball = bench.fetch_sdist(sys.executable, version, bench.default_cache())
+        with tarfile.open(tarball) as archive:
+            members = [m for m in archive.getmembers() if "/vendor/llama.cpp/" in m.name]
+            for member in members:
+                member.name = member.name.split("/", 1)[1]
+            archive.extractall(root / f"src-{version}", members=members, filter="data")
+        (tree / "ggml" / "ggml.pc.in").touch()  # missing from the sdist; CMake wants it
+    return tree
+
+
+def build(root: Path, tree: Path, python: Path) -> Path:
+    key = hashlib.sha256(json.dumps([str(tree), OPTIONS, ZIG]).encode()).hexdigest()[:12]
+    out = root / f"build-{key}"
+    if all((out / "bin" / t).is_file() for t in TARGETS):
+        return out / "bin"
+    for tool, name in (("cc", "zcc"), ("c++", "zcxx")):
+        wrapper = root / name
+        wrapper.write_text(WRAPPER.format(python=python, tool=tool))
+        wrapper.chmod(0o755)
+    run(
+        [
+            "cmake",
+            "-S",
+            str(tree),
+            "-B",
+            str(out),
+            "-G",
+            "Ninja",
+            f"-DCMAKE_C_COMPILER={root / 'zcc'}",
+            f"-DCMAKE_CXX_COMPILER={root / 'zcxx'}",
+            *OPTIONS,
+        ],
+        "configuring llama.cpp for loongarch64 (zig builds its libc once)",
+    )
+    run(
+        ["cmake", "--build", str(out), "--target", *TARGETS, "-j", str(os.cpu_count() or 1)],
+        "building test-quantize-fns and llama-simple for loongarch64 (minutes)",
+    )
+    return out / "bin"
+
+
+COUNT = """
+import collections, json, struct, sys
+import capstone6pwndbg as capstone
+data = open(sys.argv[1], "rb").read()
+shoff, = struct.unpack_from("<Q", data, 0x28)
+size, count, names = struct.unpack_from("<HHH", data, 0x3A)
+secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * size) for i in range(count)]
+strtab = secs[names][4]
+name = lambda off: data[strtab + off : data.index(b"\\0", strtab + off)].decode()
+text = next(s for s in secs if name(s[0]) == ".text")
+md = capstone.Cs(capstone.CS_ARCH_LOONGARCH, capstone.CS_MODE_LOONGARCH64)
+md.skipdata = True
+found = collections.Counter()
+for _a, _s, mnemonic, _o in md.disasm_lite(data[text[4] : text[4] + text[5]], text[3]):
+    found["lasx" if mnemonic.startswith("xv") else "lsx" if mnemonic.startswith("v") else "other"] += 1
+print(json.dumps(found))
+"""
+
+REFERENCE = """
+import sys
+from mangaka.llm.base import PRESETS
+from mangaka.llm.decode import decode
+from mangaka.llm.inprocess import LoadOptions, load_model
+llama = load_model(sys.argv[1], LoadOptions(n_ctx=64, n_threads=1)).llama
+prompt = sys.argv[2].encode()
+tokens = llama.tokenize(prompt, add_bos=True, special=True)
+out = decode(llama, tokens, 0, sampling=PRESETS["greedy"], constraint=None, budget=int(sys.argv[3]))
+sys.stdout.buffer.write(prompt + b"".join(llama.detokenize([t], special=True) for t in out.tokens) + b"\\n")
+"""
+
+
+def check(root: Path) -> dict:
+    python = tools_venv(root)
+    emulator = qemu(root)
+    binaries = build(root, source(root), python)
+    result: dict = {
+        "qemu": subprocess.run([str(emulator), "--version"], capture_output=True, text=True).stdout.split(
+            "\n"
+        )[0]
+    }
+    counted = run(
+        [str(python), "-c", COUNT, str(binaries / "llama-simple")],
+        "counting LASX instructions",
+        capture_output=True,
+        text=True,
+    )
+    result["instructions"] = json.loads(counted.stdout)
+    quantize = subprocess.run(
+        [str(emulator), "-cpu", "la464", str(binaries / "test-quantize-fns")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    result["test_quantize_fns"] = quantize.returncode
+    model = root / "tiny-qwen35moe.gguf"
+    if not model.is_file():
+        run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from mangaka.tiny_models import write_model; "
+                "write_model(sys.argv[1], 'qwen35moe', context_length=32768)",
+                str(model),
+            ],
+            "writing the tiny qwen35moe model",
+            cwd=ROOT,
+        )
+    simple = [str(binaries / "llama-simple"), "-m", str(model), "-n", str(N_PREDICT), PROMPT]
+    la = subprocess.run([str(emulator), "-cpu", "la464", *simple], capture_output=True, timeout=600)
+    x86 = run(
+        [sys.executable, "-c", REFERENCE, str(model), PROMPT, str(N_PREDICT)],
+        "x86-64 reference tokens",
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    result["generation_identical"] = la.returncode == 0 and la.stdout == x86.stdout
+    result["generated"] = la.stdout.decode("utf-8", errors="replace").strip()
+    off = subprocess.run([str(emulator), "-cpu", "la464,lasx=off", *simple], capture_output=True, timeout=600)
+    result["lasx_off_returncode"] = off.returncode  # 128 + 4 (SIGILL) through the shell, -4 from Python
+    result["ok"] = (
+        result["instructions"].get("lasx", 0) > 0
+        and quantize.returncode == 0
+        and result["generation_identical"]
+        and off.returncode in (-4, 132)
+    )
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", type=Path, default=cache())
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args.cache.mkdir(parents=True, exist_ok=True)
+    result = check(args.cache)
+    sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -63,17 +63,13 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool) -> None
 
 
 def _write(args: argparse.Namespace, chapter_path: Path, model: Path) -> Path:
+    from .chapters import read_book
     from .fileio import write_atomic
     from .llm.base import sampling_preset
     from .llm.inprocess import LlamaCppLLM, LoadOptions
     from .screenplay import write_screenplay
 
-    try:
-        chapter = chapter_path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise MangakaError(f"chapter file {chapter_path} not found") from None
-    except UnicodeDecodeError:
-        raise MangakaError(f"chapter file {chapter_path} is not UTF-8 text; save it as UTF-8") from None
+    chapter = read_book(chapter_path)  # UTF-8, UTF-16 with a BOM or GB18030, strictly
     options = LoadOptions(
         n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, flash_attn=args.flash_attn
     )
@@ -167,16 +163,13 @@ def cmd_page(args: argparse.Namespace) -> int:
     from PIL import Image
 
     from .compose import screenplay_from_text
-    from .fileio import write_atomic
+    from .fileio import read_text, write_atomic
     from .page.layout import LayoutOptions
     from .page.lettering import LetteringOptions
     from .page.render import compose_pages, save_page
     from .page.storyboard import render_storyboard
 
-    try:
-        text = args.screenplay.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise MangakaError(f"screenplay file {args.screenplay} not found") from None
+    text = read_text(args.screenplay, "screenplay file")
     screenplay = screenplay_from_text(text, source=str(args.screenplay))
     if args.images:
         files = sorted(p for p in args.images.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)

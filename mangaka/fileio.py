@@ -17,6 +17,21 @@ def _file_mode() -> int:
 FILE_MODE = _file_mode()
 
 
+def read_text(path: str | Path, what: str) -> str:
+    """A UTF-8 text file (a BOM is dropped); ``InputError`` names ``what`` and the file otherwise."""
+    from .errors import InputError
+
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError(f"{what} {path} not found") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path} is not UTF-8 text; save it as UTF-8") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be read: {exc}") from None
+
+
 def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder.
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..fileio import read_text
 from ..screenplay.models import Screenplay
 
 FIELDS = ("id", "name", "appearance", "trigger")
@@ -54,13 +55,7 @@ def parse_bible_text(text: str, *, source: str = "bible") -> list[dict[str, Any]
 
 def load_bible_file(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(f"bible file {path} not found") from None
-    except UnicodeDecodeError:
-        raise InputError(f"bible file {path} is not UTF-8 text; save it as UTF-8") from None
-    return parse_bible_text(text, source=f"bible file {path.name}")
+    return parse_bible_text(read_text(path, "bible file"), source=f"bible file {path.name}")
 
 
 def _entries(data: Any, source: str) -> list[dict[str, Any]]:

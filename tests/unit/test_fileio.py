@@ -35,3 +35,16 @@ def test_written_files_get_the_usual_permissions_not_mkstemps_0600(tmp_path):
         assert fileio.FILE_MODE & 0o044  # readable by others, like a file from open()
     finally:
         os.umask(mask)
+
+
+def test_read_text_names_the_file_and_the_fix(tmp_path):
+    from mangaka.errors import InputError
+    from mangaka.fileio import read_text
+
+    (tmp_path / "ok.json").write_bytes(b"\xef\xbb\xbf{}")
+    assert read_text(tmp_path / "ok.json", "bible file") == "{}"  # the BOM is dropped
+    with pytest.raises(InputError, match=r"bible file .*missing.json not found"):
+        read_text(tmp_path / "missing.json", "bible file")
+    (tmp_path / "latin1.json").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(InputError, match="is not UTF-8 text; save it as UTF-8"):
+        read_text(tmp_path / "latin1.json", "bible file")

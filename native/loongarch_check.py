@@ -82,7 +82,10 @@ class CheckError(RuntimeError):
 
 
 def run(cmd: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
+    """Run a step; its own output goes to stderr unless captured (stdout is the JSON result)."""
     log.info("%s", what)
+    if "capture_output" not in kwargs and "stdout" not in kwargs:
+        kwargs["stdout"] = sys.stderr
     done = subprocess.run(cmd, **kwargs)
     if done.returncode != 0:
         raise CheckError(f"{what} failed (exit {done.returncode}): {' '.join(map(str, cmd))}")

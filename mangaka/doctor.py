@@ -76,6 +76,40 @@ class System:
 
     sysfs: Path = Path("/sys")
     meminfo: Path = Path("/proc/meminfo")
+    cpuinfo: Path = Path("/proc/cpuinfo")
+
+
+# ggml's system-info names → the CPU flag in /proc/cpuinfo that the instructions need.
+CPU_FLAGS = {
+    "SSE3": "pni",
+    "SSSE3": "ssse3",
+    "AVX": "avx",
+    "AVX2": "avx2",
+    "F16C": "f16c",
+    "FMA": "fma",
+    "BMI2": "bmi2",
+    "AVX_VNNI": "avx_vnni",
+    "AVX512": "avx512f",
+    "AVX512_VBMI": "avx512vbmi",
+    "AVX512_VNNI": "avx512_vnni",
+    "AVX512_BF16": "avx512_bf16",
+    "AMX_INT8": "amx_int8",
+    "LSX": "lsx",
+    "LASX": "lasx",
+    "SVE": "sve",
+    "DOTPROD": "asimddp",
+}
+
+
+def cpu_flags(system: System) -> set[str] | None:
+    """The CPU's flags (x86 ``flags``, Arm/LoongArch ``Features``), or None when unreadable."""
+    try:
+        for line in system.cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith(("flags", "Features")):
+                return set(line.partition(":")[2].split())
+    except OSError:
+        return None
+    return None
 
 
 def mem_available(system: System) -> int | None:
@@ -120,8 +154,9 @@ def check_numa(report: Report, system: System) -> None:
     )
 
 
-def check_build(report: Report) -> dict[str, Any]:
-    """llama-cpp-python: installed, pinned version, CPU features, GPU offload."""
+def check_build(report: Report, system: System | None = None) -> dict[str, Any]:
+    """llama-cpp-python: installed, pinned version, CPU features (built with, and present on this
+    CPU), GPU offload."""
     from .llm import native
 
     try:
@@ -143,7 +178,9 @@ def check_build(report: Report) -> dict[str, Any]:
     else:
         report.add("ok", "llama-cpp-python", f"{version} (llama.cpp vendored in it)")
     info = native.system_info()
-    flags = {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in info.split("|")) if v}
+    flags = {
+        k.split(":")[-1].strip(): v.strip() for k, _, v in (p.partition("=") for p in info.split("|")) if v
+    }
     machine = platform.machine().lower()
     if machine in ("x86_64", "amd64") and flags.get("AVX2") != "1":
         report.add(
@@ -158,6 +195,7 @@ def check_build(report: Report) -> dict[str, Any]:
         )
     else:
         report.add("ok", "CPU features", info)
+    check_cpu_has_build_features(report, flags, system or System())
     gpu = bool(lib.llama_supports_gpu_offload())
     if gpu:
         report.add(
@@ -171,6 +209,28 @@ def check_build(report: Report) -> dict[str, Any]:
             "for an NVIDIA GPU: python native/install.py --target cuda",
         )
     return {"version": version, "gpu": gpu}
+
+
+def check_cpu_has_build_features(report: Report, built: dict[str, str], system: System) -> None:
+    """A build that uses instructions this CPU lacks dies with SIGILL at the first token."""
+    have = cpu_flags(system)
+    if have is None:
+        return
+    used = [name for name, on in built.items() if on == "1" and name in CPU_FLAGS]
+    missing = [name for name in used if CPU_FLAGS[name] not in have]
+    if missing:
+        report.add(
+            "error",
+            "CPU support",
+            f"the build uses {', '.join(missing)}, which this CPU lacks: the LLM nodes would crash "
+            "(illegal instruction) at the first token",
+            "rebuild on this machine: python native/install.py --target cpu --rebuild "
+            "(without AVX2 it builds for this CPU)",
+        )
+    elif used:
+        report.add(
+            "ok", "CPU support", f"this CPU has every instruction set the build uses ({', '.join(used)})"
+        )
 
 
 def check_architectures(report: Report, model: Path | None) -> None:
@@ -268,7 +328,7 @@ def diagnose(model: Path | None = None, n_ctx: int = 32768, system: System | Non
     """Every finding, in a fixed order."""
     system = system or System()
     report = Report()
-    check_build(report)
+    check_build(report, system)
     if report.worst != "error":
         check_architectures(report, model)
     check_memory(report, model, n_ctx, system)

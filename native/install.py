@@ -36,7 +36,9 @@ PINNED_VERSION = "0.3.36"
 TARGETS = ("cpu", "cuda", "loongarch", "metal")
 
 # Flags per target. "cpu" is portable: no -march=native, but AVX/AVX2/FMA/F16C on (ggml turns
-# them on when GGML_NATIVE is OFF on x86-64), so the wheel runs on any x86-64 with AVX2.
+# them on when GGML_NATIVE is OFF on x86-64), so the wheel runs on any x86-64 with AVX2
+# (native/cpu_check.py proves it under qemu). On an x86-64 without AVX2 such a wheel would die
+# with SIGILL at the first token, so there the "cpu" target builds for this CPU instead.
 CMAKE_FLAGS: dict[str, list[str]] = {
     "cpu": ["-DGGML_NATIVE=OFF"],
     "cuda": ["-DGGML_NATIVE=OFF", "-DGGML_CUDA=ON"],
@@ -87,7 +89,32 @@ def detect_cuda_arch() -> str | None:
     return ";".join(caps) or None
 
 
-def cmake_flags(target: str, cuda_arch: str | None) -> list[str]:
+def host_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str] | None:
+    """The CPU's feature flags (``avx2``, ``fma``…) from ``/proc/cpuinfo``; None when unreadable."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith(("flags", "Features")):
+                return set(line.partition(":")[2].split())
+    except OSError:
+        return None
+    return None
+
+
+def lacks_avx2(cpu_flags: set[str] | None = None) -> bool:
+    """True on an x86-64 whose CPU is known not to have AVX2 (the portable wheel's floor)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    flags = host_cpu_flags() if cpu_flags is None else cpu_flags
+    return flags is not None and "avx2" not in flags
+
+
+def cmake_flags(target: str, cuda_arch: str | None, cpu_flags: set[str] | None = None) -> list[str]:
+    if target == "cpu" and lacks_avx2(cpu_flags):
+        log.warning(
+            "this CPU has no AVX2, which the portable wheel needs: building for this CPU only "
+            "(-DGGML_NATIVE=ON); the wheel will not be portable"
+        )
+        return ["-DGGML_NATIVE=ON"]
     flags = list(CMAKE_FLAGS[target])
     if target == "cuda":
         arch = cuda_arch or detect_cuda_arch()
@@ -158,7 +185,14 @@ def build_wheel(python: str, version: str, flags: list[str], dest: Path) -> Path
     return next(dest.glob("*.whl"))
 
 
-def check_install(python: str, target: str) -> str:
+def expected_features(target: str, flags: list[str] | None = None) -> list[str]:
+    """What the system-info line must show for ``target`` built with ``flags`` on this machine."""
+    if target == "cpu" and flags is not None and "-DGGML_NATIVE=ON" in flags:
+        return []  # built for this CPU, whatever it has
+    return EXPECTED_FEATURES[target].get(platform.machine().lower(), [])
+
+
+def check_install(python: str, target: str, flags: list[str] | None = None) -> str:
     """Import the library in ``python``; return its system-info line or raise InstallError."""
     code = (
         "import json, llama_cpp\n"
@@ -170,11 +204,7 @@ def check_install(python: str, target: str) -> str:
     if proc.returncode != 0:
         raise InstallError(f"the installed llama-cpp-python does not import:\n{proc.stderr.strip()}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])
-    missing = [
-        f
-        for f in EXPECTED_FEATURES[target].get(platform.machine().lower(), [])
-        if f not in info["system_info"]
-    ]
+    missing = [f for f in expected_features(target, flags) if f not in info["system_info"]]
     if missing:
         raise InstallError(
             f"the {target} build lacks {', '.join(missing)} in its system info: {info['system_info']}"
@@ -208,7 +238,7 @@ def install(
     deps = ["typing-extensions>=4.5.0", "numpy>=1.20.0", "diskcache>=5.6.1", "jinja2>=2.11.3"]
     if subprocess.run([python, "-m", "pip", "install", "--quiet", *deps]).returncode != 0:
         raise InstallError("pip could not install llama-cpp-python's dependencies")
-    return check_install(python, target)
+    return check_install(python, target, flags)
 
 
 def main(argv: list[str] | None = None) -> int:

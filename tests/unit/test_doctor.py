@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.doctor import System, diagnose, memory_needed
+from mangaka.doctor import CPU_FLAGS, System, diagnose, memory_needed
 from mangaka.tiny_models import write_model, write_unsupported_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,5 +79,28 @@ def test_the_command_prints_findings_and_json():
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     topics = [f["topic"] for f in data["findings"]]
-    assert topics[:3] == ["llama-cpp-python", "CPU features", "GPU offload"]
+    assert topics[:4] == ["llama-cpp-python", "CPU features", "CPU support", "GPU offload"]
     assert all(f["severity"] in ("ok", "info", "warning", "error") for f in data["findings"])
+
+
+def test_a_build_using_instructions_the_cpu_lacks_is_an_error(tmp_path):
+    from mangaka.llm import native
+
+    built = {
+        k.strip(): v.strip() for k, _, v in (p.partition("=") for p in native.system_info().split("|")) if v
+    }
+    used = {name for name, on in built.items() if on == "1" and name in CPU_FLAGS}
+    if not used:
+        pytest.skip(f"this build reports no CPU instruction set the doctor knows: {built}")
+    system = fake_system(tmp_path, ["performance"], 1, 8 << 20)
+    cpuinfo = tmp_path / "cpuinfo"
+    # A CPU with none of them (x86 names "flags", Arm and LoongArch "Features").
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse sse2\nFeatures\t: fp\n")
+    finding = by_topic(diagnose(system=dataclasses.replace(system, cpuinfo=cpuinfo)))["CPU support"]
+    assert finding.severity == "error" and "illegal instruction" in finding.message
+    assert all(name in finding.message for name in used) and "native/install.py" in finding.advice
+    # This machine's own CPU runs this build (the tests are running on it).
+    assert by_topic(diagnose(system=system))["CPU support"].severity == "ok"
+    # cpuinfo unreadable: no finding rather than a guess.
+    gone = dataclasses.replace(system, cpuinfo=tmp_path / "missing")
+    assert "CPU support" not in by_topic(diagnose(system=gone))

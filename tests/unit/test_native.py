@@ -62,3 +62,19 @@ def test_second_install_uses_the_cached_wheel(caplog):
     caplog.set_level("INFO", logger="mangaka.native")
     assert install.main(["--target", "cpu", "--python", sys.executable]) == 0
     assert any("using cached wheel" in r.getMessage() for r in caplog.records)
+
+
+def test_cpu_target_builds_for_this_cpu_when_it_lacks_avx2(monkeypatch, tmp_path):
+    monkeypatch.setattr(install.platform, "machine", lambda: "x86_64")
+    sandy = tmp_path / "cpuinfo"
+    sandy.write_text("processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx popcnt\n")
+    old = install.host_cpu_flags(sandy)
+    assert "avx" in old and "avx2" not in old
+    assert install.cmake_flags("cpu", None, old) == ["-DGGML_NATIVE=ON"]
+    assert install.expected_features("cpu", ["-DGGML_NATIVE=ON"]) == []
+    # With AVX2 (or unknown flags), the portable wheel and its cache key stay as they were.
+    assert install.cmake_flags("cpu", None, old | {"avx2", "fma"}) == ["-DGGML_NATIVE=OFF"]
+    assert install.host_cpu_flags(tmp_path / "missing") is None
+    assert install.expected_features("cpu", ["-DGGML_NATIVE=OFF"]) == ["AVX2 = 1"]
+    monkeypatch.setattr(install.platform, "machine", lambda: "aarch64")
+    assert install.cmake_flags("cpu", None, set()) == ["-DGGML_NATIVE=OFF"]

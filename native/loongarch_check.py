@@ -2,7 +2,9 @@
 with LSX and LASX, count the LASX instructions in the code, and run it under
 ``qemu-loongarch64 -cpu la464``.
 
-    .venv/bin/python native/loongarch_check.py     # prints one JSON object; exit 1 on a failed check
+    .venv/bin/python native/loongarch_check.py --prepare  # install time: fetch the tools, build
+    .venv/bin/python native/loongarch_check.py            # one JSON object; exit 1 on a failed check
+    .venv/bin/python native/loongarch_check.py --offline  # the same, but never fetch nor build (CI)
 
 What it shows (FIELD-NOTES.md, "LoongArch without LoongArch hardware", has the recipe):
 
@@ -17,7 +19,9 @@ Tools, all fetched once into ``~/.cache/mangaka/loongarch/``: PyPI ``ziglang`` (
 loongarch64, static musl) and ``capstone6pwndbg``; Debian bookworm-backports ``qemu-user`` 10
 (Debian 12's own 7.2 lacks LASX), downloaded with apt through a private sources list and unpacked
 with ``dpkg-deb -x``, nothing installed system-wide. The build (about 12 minutes on 2 cores) is
-cached by version and options.
+cached by version and options. ``--prepare`` does the fetching and building only, so that
+``tests/run.sh`` can do it at install time (in the background, beside ComfyUI's download) and the
+test itself, with ``--offline``, downloads nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -81,6 +86,16 @@ class CheckError(RuntimeError):
     pass
 
 
+class NotPrepared(CheckError):
+    """``--offline`` found a tool or the build missing."""
+
+    def __init__(self, what: str, where: Path) -> None:
+        super().__init__(
+            f"{what} is not in {where}: run `.venv/bin/python native/loongarch_check.py --prepare` "
+            "first (it downloads the tools and builds; tests/run.sh does it at install time)"
+        )
+
+
 def run(cmd: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
     """Run a step; its own output goes to stderr unless captured (stdout is the JSON result)."""
     log.info("%s", what)
@@ -96,11 +111,13 @@ def cache() -> Path:
     return Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka")) / "loongarch"
 
 
-def tools_venv(root: Path) -> Path:
+def tools_venv(root: Path, fetch: bool = True) -> Path:
     venv = root / "tools-venv"
     python = venv / "bin" / "python"
     marker = venv / "installed.txt"
     if not (marker.is_file() and marker.read_text() == f"{ZIG} {CAPSTONE}"):
+        if not fetch:
+            raise NotPrepared(f"the tools venv ({ZIG}, {CAPSTONE})", venv)
         run([sys.executable, "-m", "venv", str(venv)], "creating the tools venv")
         run(
             [str(python), "-m", "pip", "install", "--quiet", ZIG, CAPSTONE],
@@ -110,10 +127,13 @@ def tools_venv(root: Path) -> Path:
     return python
 
 
-def qemu(root: Path) -> Path:
-    binary = root / "qemu" / "usr" / "bin" / "qemu-loongarch64"
+def qemu(root: Path, fetch: bool = True, name: str = "qemu-loongarch64") -> Path:
+    """One of qemu-user 10's emulators (``qemu-loongarch64``, ``qemu-x86_64``…)."""
+    binary = root / "qemu" / "usr" / "bin" / name
     if binary.is_file():
         return binary
+    if not fetch:
+        raise NotPrepared("qemu-user 10 (bookworm-backports)", root / "qemu")
     work = root / "apt"
     for sub in ("lists/partial", "cache/archives/partial", "debs"):
         (work / sub).mkdir(parents=True, exist_ok=True)
@@ -137,11 +157,17 @@ def qemu(root: Path) -> Path:
         capture_output=True,
     )
     deb = next((work / "debs").glob("qemu-user_*.deb"))
-    run(["dpkg-deb", "-x", str(deb), str(root / "qemu")], "unpacking qemu-user")
+    staged = root / "qemu.partial"
+    if staged.exists():
+        subprocess.run(["rm", "-rf", str(staged)], check=True)
+    run(["dpkg-deb", "-x", str(deb), str(staged)], "unpacking qemu-user")
+    if (root / "qemu").exists():  # an older unpack without this emulator
+        subprocess.run(["rm", "-rf", str(root / "qemu")], check=True)
+    os.replace(staged, root / "qemu")  # whole or not at all
     return binary
 
 
-def source(root: Path) -> Path:
+def source(root: Path, fetch: bool = True) -> Path:
     spec = importlib.util.spec_from_file_location("mangaka_native_llama_bench_la", HERE / "llama_bench.py")
     bench = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
@@ -149,21 +175,29 @@ def source(root: Path) -> Path:
     version = bench.load_install().PINNED_VERSION
     tree = root / f"src-{version}" / "vendor" / "llama.cpp"
     if not tree.is_dir():
+        if not fetch:
+            raise NotPrepared(f"llama-cpp-python {version}'s llama.cpp source", tree)
         tarball = bench.fetch_sdist(sys.executable, version, bench.default_cache())
+        staged = root / f"src-{version}.partial"
+        if staged.exists():
+            subprocess.run(["rm", "-rf", str(staged)], check=True)
         with tarfile.open(tarball) as archive:
             members = [m for m in archive.getmembers() if "/vendor/llama.cpp/" in m.name]
             for member in members:
                 member.name = member.name.split("/", 1)[1]
-            archive.extractall(root / f"src-{version}", members=members, filter="data")
-        (tree / "ggml" / "ggml.pc.in").touch()  # missing from the sdist; CMake wants it
+            archive.extractall(staged, members=members, filter="data")
+        (staged / "vendor" / "llama.cpp" / "ggml" / "ggml.pc.in").touch()  # CMake wants it
+        os.replace(staged, root / f"src-{version}")  # whole or not at all
     return tree
 
 
-def build(root: Path, tree: Path, python: Path) -> Path:
+def build(root: Path, tree: Path, python: Path, fetch: bool = True) -> Path:
     key = hashlib.sha256(json.dumps([str(tree), OPTIONS, ZIG]).encode()).hexdigest()[:12]
     out = root / f"build-{key}"
     if all((out / "bin" / t).is_file() for t in TARGETS):
         return out / "bin"
+    if not fetch:
+        raise NotPrepared("the loongarch64 build of test-quantize-fns and llama-simple", out)
     for tool, name in (("cc", "zcc"), ("c++", "zcxx")):
         wrapper = root / name
         wrapper.write_text(WRAPPER.format(python=python, tool=tool))
@@ -221,29 +255,15 @@ sys.stdout.buffer.write(prompt + b"".join(llama.detokenize([t], special=True) fo
 """
 
 
-def check(root: Path) -> dict:
-    python = tools_venv(root)
-    emulator = qemu(root)
-    binaries = build(root, source(root), python)
-    result: dict = {
-        "qemu": subprocess.run([str(emulator), "--version"], capture_output=True, text=True).stdout.split(
-            "\n"
-        )[0]
-    }
-    counted = run(
-        [str(python), "-c", COUNT, str(binaries / "llama-simple")],
-        "counting LASX instructions",
-        capture_output=True,
-        text=True,
-    )
-    result["instructions"] = json.loads(counted.stdout)
-    quantize = subprocess.run(
-        [str(emulator), "-cpu", "la464", str(binaries / "test-quantize-fns")],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    result["test_quantize_fns"] = quantize.returncode
+def prepare(root: Path, fetch: bool = True) -> tuple[Path, Path, Path]:
+    """(the tools' python, qemu-loongarch64, the folder of the loongarch64 binaries)."""
+    python = tools_venv(root, fetch)
+    emulator = qemu(root, fetch)
+    return python, emulator, build(root, source(root, fetch), python, fetch)
+
+
+def tiny_model(root: Path) -> Path:
+    """The tiny random-weight qwen35moe model (written here, by the pack's own writer)."""
     model = root / "tiny-qwen35moe.gguf"
     if not model.is_file():
         run(
@@ -257,19 +277,66 @@ def check(root: Path) -> dict:
             "writing the tiny qwen35moe model",
             cwd=ROOT,
         )
-    simple = [str(binaries / "llama-simple"), "-m", str(model), "-n", str(N_PREDICT), PROMPT]
-    la = subprocess.run([str(emulator), "-cpu", "la464", *simple], capture_output=True, timeout=600)
-    x86 = run(
-        [sys.executable, "-c", REFERENCE, str(model), PROMPT, str(N_PREDICT)],
+    return model
+
+
+def reference(model: Path, prompt: str, n_predict: int) -> bytes:
+    """What this machine's llama-cpp-python generates greedily: the prompt, then the tokens."""
+    return run(
+        [sys.executable, "-c", REFERENCE, str(model), prompt, str(n_predict)],
         "x86-64 reference tokens",
         capture_output=True,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout
+
+
+def check(root: Path, fetch: bool = True) -> dict:
+    python, emulator, binaries = prepare(root, fetch)
+    started = time.monotonic()
+    result: dict = {
+        "qemu": subprocess.run([str(emulator), "--version"], capture_output=True, text=True).stdout.split(
+            "\n"
+        )[0]
+    }
+    counted = run(
+        [str(python), "-c", COUNT, str(binaries / "llama-simple")],
+        "counting LASX instructions",
+        capture_output=True,
+        text=True,
     )
-    result["generation_identical"] = la.returncode == 0 and la.stdout == x86.stdout
-    result["generated"] = la.stdout.decode("utf-8", errors="replace").strip()
-    off = subprocess.run([str(emulator), "-cpu", "la464,lasx=off", *simple], capture_output=True, timeout=600)
-    result["lasx_off_returncode"] = off.returncode  # 128 + 4 (SIGILL) through the shell, -4 from Python
+    result["instructions"] = json.loads(counted.stdout)
+    # ggml's quantisation tests take minutes under emulation, on one core: the generation runs
+    # beside them.
+    log.info("running test-quantize-fns under qemu -cpu la464 (minutes)")
+    quantize = subprocess.Popen(
+        [str(emulator), "-cpu", "la464", str(binaries / "test-quantize-fns")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        model = tiny_model(root)
+        simple = [str(binaries / "llama-simple"), "-m", str(model), "-n", str(N_PREDICT), PROMPT]
+        log.info("generating under qemu -cpu la464")
+        la = subprocess.run([str(emulator), "-cpu", "la464", *simple], capture_output=True, timeout=600)
+        x86 = reference(model, PROMPT, N_PREDICT)
+        result["generation_identical"] = la.returncode == 0 and la.stdout == x86
+        result["generated"] = la.stdout.decode("utf-8", errors="replace").strip()
+        log.info("the same binary under qemu -cpu la464,lasx=off")
+        off = subprocess.run(
+            [str(emulator), "-cpu", "la464,lasx=off", *simple], capture_output=True, timeout=600
+        )
+        result["lasx_off_returncode"] = off.returncode  # 128 + 4 (SIGILL) in a shell, -4 from Python
+        output, _ = quantize.communicate(timeout=1800)
+    finally:
+        if quantize.poll() is None:
+            quantize.kill()
+            quantize.wait()
+    result["test_quantize_fns"] = quantize.returncode
+    if quantize.returncode != 0:
+        result["test_quantize_fns_output"] = output[-2000:]
+    result["seconds"] = round(time.monotonic() - started, 1)
     result["ok"] = (
         result["instructions"].get("lasx", 0) > 0
         and quantize.returncode == 0
@@ -282,10 +349,22 @@ def check(root: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=cache())
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--prepare", action="store_true", help="fetch the tools and build; run nothing")
+    mode.add_argument("--offline", action="store_true", help="never fetch nor build: fail if not prepared")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args.cache.mkdir(parents=True, exist_ok=True)
-    result = check(args.cache)
+    try:
+        if args.prepare:
+            started = time.monotonic()
+            _, _, binaries = prepare(args.cache)
+            log.info("prepared in %.0f s: %s", time.monotonic() - started, binaries)
+            return 0
+        result = check(args.cache, fetch=not args.offline)
+    except CheckError as exc:
+        log.error("%s", exc)
+        return 2
     sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
     return 0 if result["ok"] else 1
 

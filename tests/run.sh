@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # The test command (README): sets up .venv (cached llama-cpp-python wheel) and a real ComfyUI
-# (cached outside the checkout) and Debian's chromium when run as root, lints, then runs every
-# tier: unit, model, comfy (with the browser test), bench.
+# (cached outside the checkout) and Debian's chromium when run as root, the emulation tools of the
+# native checks, lints, then runs every tier: unit, model, comfy (with the browser test), bench,
+# native. With MANGAKA_LOONGARCH=1 (.ci/run sets it) it also builds llama.cpp for loongarch64
+# (cached; about 15 minutes cold, in the background) and the LoongArch test runs.
 #   bash tests/run.sh [pytest args…]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bash native/setup.sh --dev
+# capstone and qemu-user 10 (Debian bookworm-backports, unpacked into the cache) for
+# native/cpu_check.py and native/loongarch_check.py: fetched here, never by a test.
+.venv/bin/python native/cpu_check.py --prepare
+export MANGAKA_REQUIRE_EMULATION=1
+la_pid=
+if [ "${MANGAKA_LOONGARCH:-}" = 1 ]; then
+  la_log=$(mktemp -t mangaka-loongarch-XXXXXX.log)
+  echo "run.sh: preparing the loongarch64 build in the background (log: $la_log)"
+  setsid .venv/bin/python native/loongarch_check.py --prepare >"$la_log" 2>&1 &
+  la_pid=$!
+  trap '[ -z "$la_pid" ] || kill -- -"$la_pid" 2>/dev/null || true' EXIT
+fi
 .venv/bin/python tests/comfy_env.py
 # llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
 # linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server.
@@ -15,6 +29,16 @@ bash native/setup.sh --dev
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q chromium >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
+fi
+if [ -n "$la_pid" ]; then
+  if ! wait "$la_pid"; then
+    la_pid=
+    tail -n 60 "$la_log" >&2
+    echo "run.sh: the loongarch64 build failed; its log is above and in $la_log" >&2
+    exit 1
+  fi
+  la_pid=
+  tail -n 1 "$la_log"
 fi
 export MANGAKA_REQUIRE_COMFY=1
 .venv/bin/python -m ruff check .

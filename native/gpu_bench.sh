@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build llama-cpp-python (and llama.cpp's own llama-bench) for CUDA on a machine with an NVIDIA GPU,
-# then run `python -m mangaka bench --gpu-layers -1 --json` there. Meant to finish in under ten
+# check its logits against the CPU's (native/gpu_check.py), then run
+# `python -m mangaka bench --gpu-layers -1 --json` there. Meant to finish in under ten
 # minutes on a 16-core machine with the CUDA toolkit and PyPI access and nothing else installed.
 #   bash native/gpu_bench.sh
 # Environment (all optional):
@@ -134,6 +135,12 @@ print(llama_cpp.llama_print_system_info().decode(errors="replace").strip())
 EOF
 grep -q "llama_supports_gpu_offload(): True" "$results/system-info.txt" \
   || die "the installed llama-cpp-python cannot offload to the GPU"
+
+# The GPU must compute what the CPU computes before its speed means anything: the tiny models'
+# logits at every position and their greedy continuations, GPU vs CPU (a few seconds).
+say "GPU vs CPU logits (native/gpu_check.py)"
+"$vpy" "$root/native/gpu_check.py" --work "$home/gpu-check" | tee "$results/gpu-check.json" >&2 \
+  || die "native/gpu_check.py failed: the GPU's logits differ from the CPU's, or the check could not run; see $results/gpu-check.json"
 
 if [ -n "$llama_bench" ]; then
   smollm=$("$vpy" -c "import mangaka.__main__ as m; print(m.demo_model_path())")

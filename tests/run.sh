@@ -11,8 +11,14 @@ cd "$root"
 bash native/setup.sh --dev
 # capstone and qemu-user 10 (Debian bookworm-backports, unpacked into the cache) for
 # native/cpu_check.py and native/loongarch_check.py: fetched here, never by a test.
-.venv/bin/python native/cpu_check.py --prepare
-export MANGAKA_REQUIRE_EMULATION=1
+if .venv/bin/python native/cpu_check.py --prepare; then
+  export MANGAKA_REQUIRE_EMULATION=1
+elif [ "${MANGAKA_REQUIRE_EMULATION:-}" = 1 ]; then
+  echo "run.sh: could not fetch the emulation tools (above)" >&2
+  exit 1
+else
+  echo "run.sh: WARNING: no emulation tools (above): the portable-wheel test will skip" >&2
+fi
 la_pid=
 if [ "${MANGAKA_LOONGARCH:-}" = 1 ]; then
   la_log=$(mktemp -t mangaka-loongarch-XXXXXX.log)

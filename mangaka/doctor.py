@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MangakaError
+from .llm.native import Device
 
 log = logging.getLogger(__name__)
 
@@ -197,9 +198,27 @@ def check_build(report: Report, system: System | None = None) -> dict[str, Any]:
         report.add("ok", "CPU features", info)
     check_cpu_has_build_features(report, flags, system or System())
     gpu = bool(lib.llama_supports_gpu_offload())
-    if gpu:
+    return {"version": version, "gpu": gpu}
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f}"
+
+
+def check_devices(report: Report, offload: bool, found: list[Device]) -> list[Device]:
+    """GPU offload and the devices ggml sees; returns the GPUs the LLM nodes will use."""
+    gpus = [d for d in found if d.is_gpu]
+    if offload and gpus:
+        names = ", ".join(f"{d.name} ({d.description})" for d in gpus)
+        report.add("ok", "GPU offload", f"the LLM nodes run on {names} (GPU layers -1)")
+    elif offload:
         report.add(
-            "ok", "GPU offload", "supported by this build; the LLM nodes run on the GPU (GPU layers -1)"
+            "warning",
+            "GPU offload",
+            "this build can offload to a GPU but ggml sees none: the LLM nodes run on the CPU",
+            "check that `nvidia-smi` lists the GPU (driver loaded, device visible to this process); "
+            "a wheel built for a newer CUDA than the driver supports sees no GPU either: rebuild "
+            "with python native/install.py --target cuda --rebuild",
         )
     else:
         report.add(
@@ -208,7 +227,12 @@ def check_build(report: Report, system: System | None = None) -> dict[str, Any]:
             "this build is CPU-only; the LLM nodes run on the CPU",
             "for an NVIDIA GPU: python native/install.py --target cuda",
         )
-    return {"version": version, "gpu": gpu}
+    if found:
+        listing = "; ".join(
+            f"{d.name} ({d.kind}, {d.description}): {_gib(d.free)} of {_gib(d.total)} GiB free" for d in found
+        )
+        report.add("info", "devices", listing)
+    return gpus if offload else []
 
 
 def check_cpu_has_build_features(report: Report, built: dict[str, str], system: System) -> None:
@@ -275,8 +299,15 @@ def memory_needed(model: Path, n_ctx: int) -> tuple[int, int]:
     return model.stat().st_size, kv
 
 
-def check_memory(report: Report, model: Path | None, n_ctx: int, system: System) -> None:
+def check_memory(
+    report: Report, model: Path | None, n_ctx: int, system: System, gpus: list[Device] | None = None
+) -> None:
+    """Weights + KV cache against the GPUs' free memory when the nodes run there, else against
+    the available RAM."""
     free = mem_available(system)
+    if model is not None and gpus:
+        check_vram(report, model, n_ctx, gpus)
+        return
     if model is None:
         if free is not None:
             report.add("info", "memory", f"{free / 2**30:.1f} GiB available")
@@ -313,6 +344,37 @@ def check_memory(report: Report, model: Path | None, n_ctx: int, system: System)
         report.add("ok", "memory", f"{what} of {free / 2**30:.2f} GiB available")
 
 
+def check_vram(report: Report, model: Path, n_ctx: int, gpus: list[Device]) -> None:
+    from .llm.gguf_info import read_gguf_info
+
+    try:
+        weights, kv = memory_needed(model, n_ctx)
+        info = read_gguf_info(model)
+    except (MangakaError, OSError) as exc:
+        report.add("error", "memory", f"cannot read {model.name}: {exc}")
+        return
+    layers = int(info.metadata.get(f"{info.architecture}.block_count", 0) or 0)
+    free = sum(d.free for d in gpus)
+    need = weights + kv
+    what = (
+        f"{model.name} at {n_ctx} tokens needs {need / 2**30:.2f} GiB "
+        f"({weights / 2**30:.2f} weights + {kv / 2**30:.2f} KV cache)"
+    )
+    on = f"{free / 2**30:.2f} GiB free on {', '.join(d.name for d in gpus)}"
+    if need <= free:
+        report.add("ok", "memory", f"{what} of {on}")
+        return
+    fit = max(0, int(layers * (free - kv) / weights)) if weights and layers else 0
+    report.add(
+        "warning",
+        "memory",
+        f"{what}, but only {on}: with GPU layers -1 loading fails or spills, and what does not fit "
+        "runs on the CPU",
+        f"set GPU layers to about {fit} of {layers} in Load LLM, or lower the context, or use a "
+        "smaller quantisation",
+    )
+
+
 def _pinned_version() -> str | None:
     script = Path(__file__).resolve().parent.parent / "native" / "install.py"
     try:
@@ -324,14 +386,30 @@ def _pinned_version() -> str | None:
     return None
 
 
-def diagnose(model: Path | None = None, n_ctx: int = 32768, system: System | None = None) -> Report:
-    """Every finding, in a fixed order."""
+def diagnose(
+    model: Path | None = None,
+    n_ctx: int = 32768,
+    system: System | None = None,
+    devices: list[Device] | None = None,
+) -> Report:
+    """Every finding, in a fixed order. ``devices`` defaults to the ones ggml sees (tests pass
+    crafted ones)."""
+    from .llm import native
+
     system = system or System()
     report = Report()
-    check_build(report, system)
+    build = check_build(report, system)
+    gpus: list[Device] = []
+    if build:
+        try:
+            found = native.devices() if devices is None else devices
+        except (MangakaError, OSError, AttributeError) as exc:
+            report.add("warning", "devices", f"cannot list ggml's devices: {exc}")
+            found = []
+        gpus = check_devices(report, build["gpu"], found)
     if report.worst != "error":
         check_architectures(report, model)
-    check_memory(report, model, n_ctx, system)
+    check_memory(report, model, n_ctx, system, gpus)
     check_governor(report, system)
     check_numa(report, system)
     return report

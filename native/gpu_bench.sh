@@ -136,6 +136,11 @@ EOF
 grep -q "llama_supports_gpu_offload(): True" "$results/system-info.txt" \
   || die "the installed llama-cpp-python cannot offload to the GPU"
 
+# What the doctor sees there (devices and their free memory among it); its findings are a record,
+# not a gate.
+"$vpy" -m mangaka doctor >"$results/doctor.txt" 2>&1 || say "the doctor reports an error (see $results/doctor.txt)"
+cat "$results/doctor.txt" >&2
+
 # The GPU must compute what the CPU computes before its speed means anything: the tiny models'
 # logits at every position and their greedy continuations, GPU vs CPU (a few seconds).
 say "GPU vs CPU logits (native/gpu_check.py)"

@@ -1,12 +1,15 @@
-"""Facts about the installed llama-cpp-python: version, build features, loadable architectures.
+"""Facts about the installed llama-cpp-python: version, build features, loadable architectures,
+the devices ggml sees.
 
 ``llama_cpp`` is imported here lazily, with an install hint when it is missing.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -80,3 +83,67 @@ def check_architecture(arch: str, what: str) -> None:
         f"{what} has architecture {arch!r}, which the installed llama-cpp-python {version()} cannot "
         f"load; it needs {need}. Rebuild with `python native/install.py --version X.Y.Z`."
     )
+
+
+@dataclass(frozen=True)
+class Device:
+    """A ggml backend device: the CPU, a GPU (CUDA0…), an accelerator."""
+
+    name: str
+    description: str
+    kind: str  # "cpu", "gpu", "igpu" (shares the host's memory) or "accel"
+    free: int  # bytes
+    total: int
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind in ("gpu", "igpu")
+
+
+_DEVICE_KINDS = ("cpu", "gpu", "igpu", "accel")
+
+
+def _ggml_library(name: str) -> ctypes.CDLL:
+    folder = library_path().parent
+    for candidate in (f"lib{name}.so", f"lib{name}.dylib", f"{name}.dll"):
+        if (folder / candidate).is_file():
+            return ctypes.CDLL(str(folder / candidate))
+    raise BackendMissingError(f"{name} is not beside {library_path()}; {INSTALL_HINT}")
+
+
+def devices() -> list[Device]:
+    """The devices this build's ggml registered, with their memory (``ggml_backend_dev_*``, which
+    llama-cpp-python does not bind). A CUDA build on a machine whose driver is missing lists no GPU."""
+    import_llama_cpp()  # loads ggml with the library
+    registry = _ggml_library("ggml")
+    base = _ggml_library("ggml-base")
+    registry.ggml_backend_dev_count.restype = ctypes.c_size_t
+    registry.ggml_backend_dev_get.restype = ctypes.c_void_p
+    registry.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+    for fn in (base.ggml_backend_dev_name, base.ggml_backend_dev_description):
+        fn.restype = ctypes.c_char_p
+        fn.argtypes = [ctypes.c_void_p]
+    base.ggml_backend_dev_type.restype = ctypes.c_int
+    base.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+    base.ggml_backend_dev_memory.restype = None
+    base.ggml_backend_dev_memory.argtypes = [
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
+    found = []
+    for i in range(registry.ggml_backend_dev_count()):
+        dev = registry.ggml_backend_dev_get(i)
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        base.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        kind = base.ggml_backend_dev_type(dev)
+        found.append(
+            Device(
+                name=(base.ggml_backend_dev_name(dev) or b"?").decode(errors="replace"),
+                description=(base.ggml_backend_dev_description(dev) or b"").decode(errors="replace"),
+                kind=_DEVICE_KINDS[kind] if 0 <= kind < len(_DEVICE_KINDS) else f"type {kind}",
+                free=free.value,
+                total=total.value,
+            )
+        )
+    return found

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.doctor import CPU_FLAGS, System, diagnose, memory_needed
+from mangaka.doctor import CPU_FLAGS, Report, System, check_devices, check_memory, diagnose, memory_needed
+from mangaka.llm.native import Device
 from mangaka.tiny_models import write_model, write_unsupported_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,3 +105,44 @@ def test_a_build_using_instructions_the_cpu_lacks_is_an_error(tmp_path):
     # cpuinfo unreadable: no finding rather than a guess.
     gone = dataclasses.replace(system, cpuinfo=tmp_path / "missing")
     assert "CPU support" not in by_topic(diagnose(system=gone))
+
+
+CPU = Device("CPU", "AMD EPYC", "cpu", 20 << 30, 24 << 30)
+GPU = Device("CUDA0", "NVIDIA H200", "gpu", 130 << 30, 140 << 30)
+
+
+def test_gpu_offload_with_and_without_a_gpu_device():
+    report = Report()
+    assert check_devices(report, True, [CPU, GPU]) == [GPU]
+    found = by_topic(report)
+    assert found["GPU offload"].severity == "ok" and "CUDA0 (NVIDIA H200)" in found["GPU offload"].message
+    assert "CUDA0 (gpu, NVIDIA H200): 130.0 of 140.0 GiB free" in found["devices"].message
+    # A CUDA build whose driver is missing (or too old for the wheel's CUDA) registers no GPU.
+    report = Report()
+    assert check_devices(report, True, [CPU]) == []
+    finding = by_topic(report)["GPU offload"]
+    assert finding.severity == "warning" and "sees none" in finding.message and "nvidia-smi" in finding.advice
+    report = Report()
+    assert check_devices(report, False, [CPU]) == []
+    assert by_topic(report)["GPU offload"].severity == "info"
+
+
+def test_a_model_too_big_for_the_gpus_says_how_many_layers_fit(tiny, tmp_path):
+    weights, kv = memory_needed(tiny, 32768)
+    system = fake_system(tmp_path, ["performance"], 1, 8 << 20)
+    small = Device("CUDA0", "small GPU", "gpu", kv + weights // 2, 1 << 30)
+    report = Report()
+    check_memory(report, tiny, 32768, system, [small])
+    finding = by_topic(report)["memory"]
+    assert finding.severity == "warning" and "free on CUDA0" in finding.message
+    assert "GPU layers to about 2 of 4" in finding.advice  # half the weights fit: 2 of the 4 blocks
+    report = Report()
+    check_memory(report, tiny, 32768, system, [GPU])
+    assert (
+        by_topic(report)["memory"].severity == "ok" and "free on CUDA0" in by_topic(report)["memory"].message
+    )
+
+
+def test_this_machines_devices_are_listed_with_their_memory(tmp_path):
+    found = by_topic(diagnose(system=fake_system(tmp_path, ["performance"], 1, 8 << 20)))["devices"]
+    assert found.severity == "info" and "CPU (cpu, " in found.message and "GiB free" in found.message

@@ -2,13 +2,16 @@
 
 Each card shows the panel id and number, shot and angle, a placeholder camera frame (figure scale
 follows the shot, the horizon follows the angle), the cast present, action, expression, background,
-lighting, props, and the panel's lines with their emotions. Text that does not fit is never dropped
-silently: the body text shrinks down to a minimum size, then over-long fields end with "…" and a
-warning names the panel and the fields cut.
+lighting, props, and the panel's lines with their emotions. Labels, shot and angle names, emotions
+and captions are in the screenplay's language (``prompts/storyboard/labels.json``: en, zh, ja).
+Text that does not fit is never dropped silently: the body text shrinks down to a minimum size,
+then over-long fields end with "…" and a warning names the panel and the fields cut.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -17,6 +20,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from ..errors import InputError
+from ..prompts import PROMPTS_DIR
 from ..screenplay.models import NARRATOR, Panel, Screenplay
 from .fonts import ellipsize, load_font, missing_glyphs, text_width, wrap
 
@@ -36,26 +40,20 @@ SKETCH = (105, 105, 105)
 SKETCH_LIGHT = (190, 190, 185)
 SHADOW = (200, 200, 196)
 
-SHOT_NAMES = {
-    "establishing": "establishing shot",
-    "wide": "wide shot",
-    "full": "full shot",
-    "medium": "medium shot",
-    "medium_close_up": "medium close-up",
-    "close_up": "close-up",
-    "extreme_close_up": "extreme close-up",
-    "over_the_shoulder": "over-the-shoulder",
-    "pov": "POV",
-    "insert": "insert",
-}
-ANGLE_NAMES = {
-    "eye_level": "eye level",
-    "high": "high angle",
-    "low": "low angle",
-    "birds_eye": "bird's-eye view",
-    "worms_eye": "worm's-eye view",
-    "dutch": "Dutch angle",
-}
+LABELS_FILE = PROMPTS_DIR / "storyboard" / "labels.json"
+
+
+@functools.lru_cache(maxsize=1)
+def _all_labels() -> dict[str, dict[str, dict[str, str]]]:
+    return json.loads(LABELS_FILE.read_text(encoding="utf-8"))
+
+
+def labels(language: str) -> dict[str, dict[str, str]]:
+    """The card's words in ``language`` (English for a language without a table)."""
+    tables = _all_labels()
+    return tables.get(language, tables["en"])
+
+
 # Figure height as a multiple of the camera frame's height (above 1, the figure is cropped).
 _FIGURE_SCALE = {
     "establishing": 0.14,
@@ -117,35 +115,43 @@ def render_storyboard(
 
 
 def card_items(sp: Screenplay, panel: Panel) -> list[CardItem]:
-    """The text fields of a panel's card, in drawing order."""
+    """The text fields of a panel's card, in drawing order, in the screenplay's language."""
+    words = labels(sp.language)
+    label, phrase, emotions = words["fields"], words["phrases"], words["emotions"]
+    sep = phrase["list_separator"]
     cast = []
     for cid in panel.characters:
         character = sp.character(cid)
-        cast.append(f"{character.name} ({cid})" if character else f"{cid} (not in the cast)")
+        cast.append(f"{character.name} ({cid})" if character else phrase["not_in_cast"].format(id=cid))
     items = [
-        CardItem("cast", ", ".join(cast) or "—", "CAST"),
-        CardItem("action", panel.action or "—", "ACTION"),
-        CardItem("expression", panel.expression or "—", "EXPRESSION"),
-        CardItem("background", panel.background or "—", "BACKGROUND"),
-        CardItem("lighting", panel.lighting or "—", "LIGHTING"),
-        CardItem("props", ", ".join(panel.props) or "—", "PROPS"),
+        CardItem("cast", sep.join(cast) or "—", label["cast"]),
+        CardItem("action", panel.action or "—", label["action"]),
+        CardItem("expression", panel.expression or "—", label["expression"]),
+        CardItem("background", panel.background or "—", label["background"]),
+        CardItem("lighting", panel.lighting or "—", label["lighting"]),
+        CardItem("props", sep.join(panel.props) or "—", label["props"]),
     ]
     by_id = {line.id: line for line in sp.dialogue}
     lines = []
     for line_id in panel.dialogue:
         line = by_id.get(line_id)
         if line is None:
-            lines.append(CardItem(f"dialogue {line_id}", f"[missing line {line_id}]"))
-        elif line.speaker == NARRATOR:
-            lines.append(CardItem(f"dialogue {line_id}", f"[caption] {line.line} ({line.emotion})"))
+            lines.append(CardItem(f"dialogue {line_id}", phrase["missing_line"].format(id=line_id)))
+            continue
+        emotion = emotions.get(line.emotion, line.emotion)
+        if line.speaker == NARRATOR:
+            # A caption's usual emotion is "narration": the caption mark says it already.
+            form = phrase["narration"] if line.emotion == "narration" else phrase["caption"]
+            text = form.format(line=line.line, emotion=emotion)
         else:
             speaker = sp.character(line.speaker)
             name = speaker.name if speaker else line.speaker
-            lines.append(CardItem(f"dialogue {line_id}", f"{name}: {line.line} ({line.emotion})"))
+            text = phrase["spoken"].format(name=name, line=line.line, emotion=emotion)
+        lines.append(CardItem(f"dialogue {line_id}", text))
     if lines:
-        lines[0] = CardItem(lines[0].field, lines[0].text, "DIALOGUE")
+        lines[0] = CardItem(lines[0].field, lines[0].text, label["dialogue"])
     else:
-        lines = [CardItem("dialogue", "—", "DIALOGUE")]
+        lines = [CardItem("dialogue", "—", label["dialogue"])]
     return items + lines
 
 
@@ -255,7 +261,8 @@ def render_card(
             (width - margin, y + header_size - label_size), title, font=label_font, fill=MUTED, anchor="ra"
         )
     y += _line_height(header_size)
-    shot = f"{SHOT_NAMES[panel.shot]} · {ANGLE_NAMES[panel.angle]}"
+    words = labels(language)
+    shot = f"{words['shots'][panel.shot]} · {words['angles'][panel.angle]}"
     draw.text((margin, y), ellipsize(shot, sub_font, inner), font=sub_font, fill=INK)
     y += _line_height(sub_font.size) + margin // 2
 
@@ -328,7 +335,7 @@ def _sketch(panel: Panel, sp: Screenplay, w: int, h: int, card_width: int) -> Im
             draw.rectangle((bx, hy - bh, bx + w * 0.09, hy), outline=SKETCH_LIGHT, width=stroke)
 
     if panel.shot == "insert":
-        label = panel.props[0] if panel.props else "insert"
+        label = panel.props[0] if panel.props else labels(sp.language)["shots"]["insert"]
         font = load_font(max(10, h // 10), sp.language)
         box = (w * 0.3, h * 0.25, w * 0.7, h * 0.75)
         draw.rectangle(box, outline=SKETCH, width=stroke * 2)

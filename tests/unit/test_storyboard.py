@@ -114,7 +114,7 @@ def test_card_text_lists_every_field():
     sp = Screenplay.model_validate(example_screenplay())
     texts = {item.field: item.text for item in card_items(sp, sp.panels[0])}
     assert texts["cast"] == "—"
-    assert texts["dialogue d1"] == "[caption] Midnight. The station is empty. (narration)"
+    assert texts["dialogue d1"] == "[caption] Midnight. The station is empty."
     assert texts["props"] == "timetable board"
     items = card_items(sp, sp.panels[1])
     texts = {item.field: item.text for item in items}
@@ -222,3 +222,41 @@ def test_output_is_deterministic():
     first = [c.tobytes() for c in render_storyboard(chinese())]
     second = [c.tobytes() for c in render_storyboard(chinese())]
     assert first == second
+
+
+def test_every_language_has_every_label():
+    from mangaka.page.storyboard import _all_labels
+    from mangaka.screenplay.models import EMOTIONS, LANGUAGES
+
+    tables = _all_labels()
+    assert set(tables) == set(LANGUAGES)
+    for language, words in tables.items():
+        assert set(words["shots"]) == set(SHOTS), language
+        assert set(words["angles"]) == set(ANGLES), language
+        assert set(words["emotions"]) == set(EMOTIONS), language
+        assert set(words["fields"]) == set(tables["en"]["fields"]), language
+        assert set(words["phrases"]) == set(tables["en"]["phrases"]), language
+
+
+def test_chinese_cards_speak_chinese():
+    sp = Screenplay.model_validate(chinese())
+    items = card_items(sp, sp.panels[2])
+    assert [item.label for item in items if item.label] == [
+        "角色",
+        "动作",
+        "表情",
+        "背景",
+        "光线",
+        "道具",
+        "对白",
+    ]
+    texts = {item.field: item.text for item in items}
+    assert texts["cast"] == "林晓 (lin)、陈默 (chen)"
+    assert texts["dialogue d1"] == "【旁白】午夜，车站空无一人。"
+    assert texts["dialogue d2"] == "林晓：「我们是不是错过了？」（担忧）"
+
+
+def test_japanese_cards_speak_japanese():
+    sp = Screenplay.model_validate(japanese())
+    labels = [item.label for item in card_items(sp, sp.panels[0]) if item.label]
+    assert labels[:2] == ["登場人物", "動作"] and labels[-1] == "台詞"

@@ -24,7 +24,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mangaka.errors import InvalidOutputError
+from mangaka.errors import ContextOverflowError, GenerationError, InvalidOutputError
 from mangaka.llm.base import PRESETS
 from mangaka.llm.openai import AuthError, OpenAICompatibleLLM
 from mangaka.screenplay import validate_screenplay, write_screenplay
@@ -223,6 +223,28 @@ def test_a_wrong_key_is_a_clear_401_that_never_shows_the_key(roomy, kind, monkey
             llm.complete([{"role": "user", "content": "hi"}], max_tokens=4)
     finally:
         s.stop()
+
+
+def test_a_wrong_base_url_is_a_404_naming_the_fix(server):
+    llm = OpenAICompatibleLLM(server.url + "/nope", retries=0)
+    with pytest.raises(GenerationError, match="404") as err:
+        llm.complete([{"role": "user", "content": "hi"}], max_tokens=4)
+    assert "check the base URL" in str(err.value) and "/nope" in str(err.value)
+
+
+def test_a_prompt_longer_than_the_servers_context_is_an_error_at_once(server):
+    # Both servers run with an 8192-token context; this prompt is about 23,000 tokens of the tiny
+    # model's vocabulary. llama-server answers 400 naming the context (ContextOverflowError);
+    # llama-cpp-python's server ends the stream without a word, which the client names as such.
+    llm = OpenAICompatibleLLM(server.url, retries=0)
+    prompt = " ".join(f"w{i % 97}q{i % 89}" for i in range(4000))
+    expected = ContextOverflowError if server.kind == "llama-server" else GenerationError
+    with pytest.raises(expected) as err:
+        llm.complete([{"role": "user", "content": prompt}], max_tokens=8)
+    message = str(err.value)
+    assert "context" in message and "shorten the chapter" in message, message
+    assert server.proc.poll() is None  # the server is still up, and answers the next request
+    assert llm.complete([{"role": "user", "content": "hi"}], max_tokens=4).text is not None
 
 
 def test_a_key_given_in_place_of_a_variable_name_is_refused_without_echoing_it():

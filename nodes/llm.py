@@ -104,7 +104,15 @@ class LoadLLM(io.ComfyNode):
             n_ctx=context, n_gpu_layers=gpu_layers, n_threads=threads, flash_attn=flash_attention
         )
         lora_path = None if lora == _comfy.NONE else _comfy.full_path(_comfy.LORA_FOLDER, lora)
-        llm = LlamaCppLLM(_comfy.full_path(_comfy.LLM_FOLDER, model), options, lora_path, lora_strength)
+        with _comfy.comfy_interrupts():  # a progress bar while loading; interrupt stops the load
+            llm = LlamaCppLLM(
+                _comfy.full_path(_comfy.LLM_FOLDER, model),
+                options,
+                lora_path,
+                lora_strength,
+                on_progress=_comfy.progress(),
+                cancel=_comfy.cancel_requested(),
+            )
         report = llm.model.report() + (f"; LoRA {lora} at {lora_strength:g}" if lora_path else "")
         return io.NodeOutput(llm, report)
 

@@ -175,8 +175,17 @@ def check_lora_file(lora: str | Path, architecture: str, model_name: str) -> GGU
     return info
 
 
-def load_model(path: str | Path, options: LoadOptions | None = None) -> LoadedModel:
-    """Load (or return the cached) model. Checks the file and its architecture before loading."""
+def load_model(
+    path: str | Path,
+    options: LoadOptions | None = None,
+    on_progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> LoadedModel:
+    """Load (or return the cached) model. Checks the file and its architecture before loading.
+
+    ``on_progress(done, 100)`` follows llama.cpp's loading of the tensors (copying them to a GPU
+    is the slow part of a big model's load); ``cancel()`` returning True stops the load, which
+    raises ``Cancelled`` and caches nothing."""
     options = options or LoadOptions()
     path = Path(path)
     if not path.is_file():
@@ -196,13 +205,64 @@ def load_model(path: str | Path, options: LoadOptions | None = None) -> LoadedMo
                 "freeing %s to make room (MANGAKA_MAX_LOADED_MODELS=%d)", old.path.name, max_loaded_models()
             )
             old.close()
-        loaded = _load(path, info, options)
+        loaded = _load(path, info, options, on_progress, cancel)
         _CACHE[key] = loaded
         return loaded
 
 
-def _load(path: Path, info: GGUFInfo, options: LoadOptions) -> LoadedModel:
+class _LoadProgress:
+    """llama.cpp's model-load progress callback, set on the parameters ``Llama`` builds.
+
+    llama-cpp-python 0.3.36 has no parameter for it, so ``llama_model_default_params`` is wrapped
+    for the length of the constructor (loads are serialised by the model cache's lock). An
+    exception must not cross into C: it is kept, the load is stopped, and it is raised after."""
+
+    def __init__(self, llama_cpp: Any, on_progress: ProgressFn | None, cancel: CancelFn | None) -> None:
+        self.module = llama_cpp.llama_cpp
+        self.on_progress, self.cancel = on_progress, cancel
+        self.stopped: BaseException | None = None
+        self.callback = self.module.llama_progress_callback(self._called)  # kept alive with self
+
+    def _called(self, fraction: float, _user_data: Any) -> bool:
+        try:
+            if self.cancel is not None and self.cancel():
+                self.stopped = Cancelled("model load interrupted")
+                return False
+            if self.on_progress is not None:
+                self.on_progress(min(100, int(fraction * 100)), 100)
+            return True
+        except BaseException as exc:  # noqa: BLE001  (re-raised after the load)
+            self.stopped = exc
+            return False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        if self.on_progress is None and self.cancel is None:
+            yield
+            return
+        default = self.module.llama_model_default_params
+
+        def with_progress() -> Any:
+            params = default()
+            params.progress_callback = self.callback
+            return params
+
+        self.module.llama_model_default_params = with_progress
+        try:
+            yield
+        finally:
+            self.module.llama_model_default_params = default
+
+
+def _load(
+    path: Path,
+    info: GGUFInfo,
+    options: LoadOptions,
+    on_progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> LoadedModel:
     llama_cpp = import_llama_cpp()
+    progress = _LoadProgress(llama_cpp, on_progress, cancel)
     trained = info.context_length
     n_ctx = options.n_ctx
     if trained and n_ctx > trained:
@@ -210,7 +270,7 @@ def _load(path: Path, info: GGUFInfo, options: LoadOptions) -> LoadedModel:
         n_ctx = trained
     started = time.monotonic()
     try:
-        with _flash_attn_type(llama_cpp, options.flash_attn):
+        with _flash_attn_type(llama_cpp, options.flash_attn), progress.installed():
             llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
@@ -223,6 +283,8 @@ def _load(path: Path, info: GGUFInfo, options: LoadOptions) -> LoadedModel:
                 verbose=False,
             )
     except (ValueError, RuntimeError) as exc:
+        if progress.stopped is not None:
+            raise progress.stopped from None
         raise ModelFileError(
             f"llama.cpp could not load {path} ({info.architecture}, {path.stat().st_size / 2**20:.0f} MiB): "
             f"{exc}. The file may be truncated or need more memory than is free; lower the context "
@@ -349,11 +411,13 @@ class LlamaCppLLM:
         lora: str | Path | None = None,
         lora_scale: float = 1.0,
         engine: str = DEFAULT_ENGINE,
+        on_progress: ProgressFn | None = None,
+        cancel: CancelFn | None = None,
     ) -> None:
         self.path = Path(path)
         self.engine = engine  # constrained decoding: mangaka.llm.constrain.ENGINES
         self.options = options or LoadOptions()
-        self._model = load_model(self.path, self.options)
+        self._model = load_model(self.path, self.options, on_progress, cancel)
         self.lora = Path(lora) if lora else None
         self.lora_scale = float(lora_scale)
         if self.lora is not None:

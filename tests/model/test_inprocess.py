@@ -285,3 +285,29 @@ def test_cancel_stops_a_long_prompt_evaluation_inside_llama_decode(qwen35moe):
         llm.complete(long, sampling=GREEDY, max_tokens=4, cancel=flag.is_set)
     assert time.monotonic() - start < 1.0
     assert llm.complete(USER, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0
+
+
+def test_loading_reports_progress_and_can_be_stopped(qwen35moe):
+    release_models()
+    seen: list[tuple[int, int]] = []
+    llm = LlamaCppLLM(qwen35moe, SMALL, on_progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (100, 100) and len(seen) >= 3  # llama.cpp reports as the tensors load
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert llm.model.llama is not None
+    release_models()
+    # Stopped at the first report: Cancelled, nothing cached, and the next load works.
+    with pytest.raises(Cancelled, match="model load interrupted"):
+        load_model(qwen35moe, SMALL, cancel=lambda: True)
+    assert cached_models() == []
+    # An exception from the progress hook (ComfyUI's interrupt) stops the load and comes out as is.
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupting(done: int, total: int) -> None:
+        raise Interrupted
+
+    with pytest.raises(Interrupted):
+        load_model(qwen35moe, SMALL, on_progress=interrupting)
+    assert cached_models() == []
+    assert load_model(qwen35moe, SMALL).llama is not None

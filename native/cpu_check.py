@@ -51,23 +51,17 @@ LIBRARIES = ("libggml-base.so", "libggml-cpu.so", "libggml.so", "libllama.so")
 
 log = logging.getLogger("mangaka.cpu_check")
 
-# x86-64 counterpart of loongarch_check's LASX count: AVX-512 needs zmm or k (mask) registers.
+# x86-64 counterpart of loongarch_check's LASX count (after its TEXT_SECTION): AVX-512 needs zmm
+# or k (mask) registers.
 COUNT = """
-import collections, json, re, struct, sys
+import collections, json, re, sys
 import capstone6pwndbg as capstone
 found = collections.Counter({"avx512": 0, "avx_avx2": 0, "other": 0})
 mask = re.compile(r"\\bk[0-7]\\b")
+md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+md.skipdata = True
 for path in sys.argv[1:]:
-    data = open(path, "rb").read()
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    size, count, names = struct.unpack_from("<HHH", data, 0x3A)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * size) for i in range(count)]
-    strtab = secs[names][4]
-    name = lambda off: data[strtab + off : data.index(b"\\0", strtab + off)].decode()
-    text = next(s for s in secs if name(s[0]) == ".text")
-    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    md.skipdata = True
-    for _a, _s, mnemonic, ops in md.disasm_lite(data[text[4] : text[4] + text[5]], text[3]):
+    for _a, _s, mnemonic, ops in md.disasm_lite(*text_section(path)):
         if "zmm" in ops or mask.search(ops):
             found["avx512"] += 1
         elif "ymm" in ops:
@@ -138,7 +132,7 @@ def check(cache_root: Path, python: str, fetch: bool = True) -> dict:
     lib = Path(result["provenance"]["lib"])
     libraries = [str(lib / name) for name in LIBRARIES if (lib / name).is_file()]
     counted = la.run(
-        [str(tools), "-c", COUNT, *libraries],
+        [str(tools), "-c", la.TEXT_SECTION + COUNT, *libraries],
         "counting AVX-512 and AVX2 instructions",
         capture_output=True,
         text=True,

@@ -50,7 +50,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -340,26 +339,13 @@ def load_run(work: Path, device: str, arch: str, record: dict[str, Any]) -> Run:
 # -- the worker: one device, every model -----------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _flash_attn_type(llama_cpp: Any, mode: str) -> Iterator[None]:
-    """``Llama(flash_attn=True)`` asks for ENABLED; for "auto" point that constant at AUTO (as the
-    pack's loader does, mangaka/llm/inprocess.py): on where the device supports it."""
-    if mode != "auto":
-        yield
-        return
-    module = llama_cpp.llama_cpp
-    enabled = module.LLAMA_FLASH_ATTN_TYPE_ENABLED
-    module.LLAMA_FLASH_ATTN_TYPE_ENABLED = module.LLAMA_FLASH_ATTN_TYPE_AUTO
-    try:
-        yield
-    finally:
-        module.LLAMA_FLASH_ATTN_TYPE_ENABLED = enabled
-
-
 def _evaluate(llama_cpp: Any, path: Path, device: Device, flash_attn: str) -> tuple[Run, np.ndarray]:
+    # "auto" as the pack's loader asks for it: on where the device supports it.
+    from mangaka.llm.inprocess import flash_attn_type
+
     batch = device.ubatch or N_CTX
     started = time.monotonic()
-    with _flash_attn_type(llama_cpp, flash_attn):
+    with flash_attn_type(llama_cpp, flash_attn):
         llama = llama_cpp.Llama(
             model_path=str(path),
             n_ctx=N_CTX,

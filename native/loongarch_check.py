@@ -255,23 +255,34 @@ def build(root: Path, tree: Path, python: Path, fetch: bool = True) -> Path:
     return out / "bin"
 
 
-COUNT = """
-import collections, json, struct, sys
+# Run by the tools' python (capstone): an ELF64 file's .text, for the instruction counts here and
+# in native/cpu_check.py.
+TEXT_SECTION = """
+import struct
+def text_section(path):
+    data = open(path, "rb").read()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    size, count, names = struct.unpack_from("<HHH", data, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * size) for i in range(count)]
+    strtab = secs[names][4]
+    name = lambda off: data[strtab + off : data.index(b"\\0", strtab + off)].decode()
+    text = next(s for s in secs if name(s[0]) == ".text")
+    return data[text[4] : text[4] + text[5]], text[3]  # the code and its address
+"""
+
+COUNT = (
+    TEXT_SECTION
+    + """
+import collections, json, sys
 import capstone6pwndbg as capstone
-data = open(sys.argv[1], "rb").read()
-shoff, = struct.unpack_from("<Q", data, 0x28)
-size, count, names = struct.unpack_from("<HHH", data, 0x3A)
-secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * size) for i in range(count)]
-strtab = secs[names][4]
-name = lambda off: data[strtab + off : data.index(b"\\0", strtab + off)].decode()
-text = next(s for s in secs if name(s[0]) == ".text")
 md = capstone.Cs(capstone.CS_ARCH_LOONGARCH, capstone.CS_MODE_LOONGARCH64)
 md.skipdata = True
 found = collections.Counter()
-for _a, _s, mnemonic, _o in md.disasm_lite(data[text[4] : text[4] + text[5]], text[3]):
+for _a, _s, mnemonic, _o in md.disasm_lite(*text_section(sys.argv[1])):
     found["lasx" if mnemonic.startswith("xv") else "lsx" if mnemonic.startswith("v") else "other"] += 1
 print(json.dumps(found))
 """
+)
 
 REFERENCE = """
 import sys

@@ -270,7 +270,7 @@ def _load(
         n_ctx = trained
     started = time.monotonic()
     try:
-        with _flash_attn_type(llama_cpp, options.flash_attn), progress.installed():
+        with flash_attn_type(llama_cpp, options.flash_attn), progress.installed():
             llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
@@ -306,7 +306,7 @@ def _load(
 
 
 @contextlib.contextmanager
-def _flash_attn_type(llama_cpp: Any, mode: str) -> Iterator[None]:
+def flash_attn_type(llama_cpp: Any, mode: str) -> Iterator[None]:
     """Let ``Llama(flash_attn=True)`` ask llama.cpp for ``mode`` ("auto", "on" or "off").
 
     llama-cpp-python 0.3.36 maps its boolean to ENABLED/DISABLED, never to llama.cpp's own

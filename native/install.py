@@ -192,18 +192,34 @@ def expected_features(target: str, flags: list[str] | None = None) -> list[str]:
     return EXPECTED_FEATURES[target].get(platform.machine().lower(), [])
 
 
-def check_install(python: str, target: str, flags: list[str] | None = None) -> str:
-    """Import the library in ``python``; return its system-info line or raise InstallError."""
-    code = (
-        "import json, llama_cpp\n"
-        "print(json.dumps({'version': llama_cpp.__version__,"
-        " 'system_info': llama_cpp.llama_print_system_info().decode(errors='replace').strip(),"
-        " 'gpu_offload': bool(llama_cpp.llama_supports_gpu_offload())}))\n"
-    )
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise InstallError(f"the installed llama-cpp-python does not import:\n{proc.stderr.strip()}")
-    info = json.loads(proc.stdout.strip().splitlines()[-1])
+# Run in the target interpreter: version, system info, offload, and the devices ggml registered
+# (ggml_backend_dev_*, which llama-cpp-python does not bind: read through ctypes).
+CHECK = """
+import ctypes, json, pathlib, llama_cpp
+lib = pathlib.Path(llama_cpp.__file__).parent / "lib"
+devices = []
+for name in ("libggml.so", "libggml.dylib", "ggml.dll"):
+    if (lib / name).is_file():
+        ggml = ctypes.CDLL(str(lib / name))
+        ggml.ggml_backend_dev_get.restype = ctypes.c_void_p
+        ggml.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+        ggml.ggml_backend_dev_count.restype = ctypes.c_size_t
+        ggml.ggml_backend_dev_name.restype = ctypes.c_char_p
+        ggml.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
+        ggml.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+        for i in range(ggml.ggml_backend_dev_count()):
+            dev = ggml.ggml_backend_dev_get(i)
+            kind = ("cpu", "gpu", "igpu", "accel")[ggml.ggml_backend_dev_type(dev)]
+            devices.append({"name": ggml.ggml_backend_dev_name(dev).decode(), "kind": kind})
+        break
+print(json.dumps({"version": llama_cpp.__version__,
+    "system_info": llama_cpp.llama_print_system_info().decode(errors="replace").strip(),
+    "gpu_offload": bool(llama_cpp.llama_supports_gpu_offload()), "devices": devices}))
+"""
+
+
+def judge(info: dict, target: str, flags: list[str] | None = None) -> str:
+    """The verdict on an installed build's facts (``CHECK``'s output): a line, or InstallError."""
     missing = [f for f in expected_features(target, flags) if f not in info["system_info"]]
     if missing:
         raise InstallError(
@@ -214,10 +230,26 @@ def check_install(python: str, target: str, flags: list[str] | None = None) -> s
             f"the {target} build came out CPU-only (llama_supports_gpu_offload() is false). "
             "Check that the toolkit was found at build time, then rerun with --rebuild."
         )
+    gpus = [d["name"] for d in info.get("devices", []) if d["kind"] in ("gpu", "igpu")]
+    if target in GPU_TARGETS and not gpus:
+        raise InstallError(
+            f"the {target} build can offload but sees no GPU: the driver is missing or older than "
+            "the toolkit the wheel was built with (`nvidia-smi` shows the newest CUDA the driver "
+            "runs). Update the driver, or build with the toolkit that matches it."
+        )
+    on = f", GPUs: {', '.join(gpus)}" if gpus else ""
     return (
-        f"llama-cpp-python {info['version']} ({target}, gpu offload: {info['gpu_offload']}): "
+        f"llama-cpp-python {info['version']} ({target}, gpu offload: {info['gpu_offload']}{on}): "
         f"{info['system_info']}"
     )
+
+
+def check_install(python: str, target: str, flags: list[str] | None = None) -> str:
+    """Import the library in ``python``; return its system-info line or raise InstallError."""
+    proc = subprocess.run([python, "-c", CHECK], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise InstallError(f"the installed llama-cpp-python does not import:\n{proc.stderr.strip()}")
+    return judge(json.loads(proc.stdout.strip().splitlines()[-1]), target, flags)
 
 
 def install(

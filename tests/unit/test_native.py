@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,3 +80,18 @@ def test_cpu_target_builds_for_this_cpu_when_it_lacks_avx2(monkeypatch, tmp_path
     assert install.expected_features("cpu", ["-DGGML_NATIVE=OFF"]) == ["AVX2 = 1"]
     monkeypatch.setattr(install.platform, "machine", lambda: "aarch64")
     assert install.cmake_flags("cpu", None, set()) == ["-DGGML_NATIVE=OFF"]
+
+
+def test_a_gpu_build_that_sees_no_gpu_fails_loudly():
+    info = {"version": "0.3.36", "system_info": "CUDA : ARCHS = 900 |", "gpu_offload": True}
+    cpu = {"name": "CPU", "kind": "cpu"}
+    with pytest.raises(install.InstallError, match="sees no GPU"):
+        install.judge({**info, "devices": [cpu]}, "cuda")
+    line = install.judge({**info, "devices": [cpu, {"name": "CUDA0", "kind": "gpu"}]}, "cuda")
+    assert "GPUs: CUDA0" in line
+    with pytest.raises(install.InstallError, match="came out CPU-only"):
+        install.judge({**info, "gpu_offload": False, "devices": [cpu]}, "cuda")
+    # This machine's own build lists its CPU device.
+    facts = subprocess.run([sys.executable, "-c", install.CHECK], capture_output=True, text=True, check=True)
+    devices = json.loads(facts.stdout.strip().splitlines()[-1])["devices"]
+    assert {"name": "CPU", "kind": "cpu"} in devices

@@ -218,7 +218,7 @@ print(json.dumps({"version": llama_cpp.__version__,
 """
 
 
-def judge(info: dict, target: str, flags: list[str] | None = None) -> str:
+def judge(info: dict, target: str, flags: list[str] | None = None, need_gpu: bool = True) -> str:
     """The verdict on an installed build's facts (``CHECK``'s output): a line, or InstallError."""
     missing = [f for f in expected_features(target, flags) if f not in info["system_info"]]
     if missing:
@@ -231,11 +231,12 @@ def judge(info: dict, target: str, flags: list[str] | None = None) -> str:
             "Check that the toolkit was found at build time, then rerun with --rebuild."
         )
     gpus = [d["name"] for d in info.get("devices", []) if d["kind"] in ("gpu", "igpu")]
-    if target in GPU_TARGETS and not gpus:
+    if target in GPU_TARGETS and not gpus and need_gpu:
         raise InstallError(
             f"the {target} build can offload but sees no GPU: the driver is missing or older than "
             "the toolkit the wheel was built with (`nvidia-smi` shows the newest CUDA the driver "
-            "runs). Update the driver, or build with the toolkit that matches it."
+            "runs). Update the driver, or build with the toolkit that matches it. (Building on a "
+            "machine without the GPU: --no-gpu-check.)"
         )
     on = f", GPUs: {', '.join(gpus)}" if gpus else ""
     return (
@@ -244,16 +245,22 @@ def judge(info: dict, target: str, flags: list[str] | None = None) -> str:
     )
 
 
-def check_install(python: str, target: str, flags: list[str] | None = None) -> str:
+def check_install(python: str, target: str, flags: list[str] | None = None, need_gpu: bool = True) -> str:
     """Import the library in ``python``; return its system-info line or raise InstallError."""
     proc = subprocess.run([python, "-c", CHECK], capture_output=True, text=True)
     if proc.returncode != 0:
         raise InstallError(f"the installed llama-cpp-python does not import:\n{proc.stderr.strip()}")
-    return judge(json.loads(proc.stdout.strip().splitlines()[-1]), target, flags)
+    return judge(json.loads(proc.stdout.strip().splitlines()[-1]), target, flags, need_gpu)
 
 
 def install(
-    python: str, target: str, version: str, cuda_arch: str | None, cache_root: Path, rebuild: bool
+    python: str,
+    target: str,
+    version: str,
+    cuda_arch: str | None,
+    cache_root: Path,
+    rebuild: bool,
+    need_gpu: bool = True,
 ) -> str:
     flags = cmake_flags(target, cuda_arch)
     folder = cache_dir(cache_root, version, target, flags, python_tag(python))
@@ -270,7 +277,7 @@ def install(
     deps = ["typing-extensions>=4.5.0", "numpy>=1.20.0", "diskcache>=5.6.1", "jinja2>=2.11.3"]
     if subprocess.run([python, "-m", "pip", "install", "--quiet", *deps]).returncode != 0:
         raise InstallError("pip could not install llama-cpp-python's dependencies")
-    return check_install(python, target, flags)
+    return check_install(python, target, flags, need_gpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,6 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka")),
     )
     parser.add_argument("--rebuild", action="store_true", help="ignore the cached wheel")
+    parser.add_argument(
+        "--no-gpu-check",
+        action="store_true",
+        help="cuda/metal built on a machine without the GPU: do not require one to be seen",
+    )
     parser.add_argument("--print-key", action="store_true", help="print the cache folder and exit")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="native: %(message)s")
@@ -294,7 +306,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(f"{cache_dir(args.cache, args.version, target, flags, python_tag(args.python))}\n")
         return 0
     try:
-        line = install(args.python, target, args.version, args.cuda_arch, args.cache, args.rebuild)
+        line = install(
+            args.python,
+            target,
+            args.version,
+            args.cuda_arch,
+            args.cache,
+            args.rebuild,
+            need_gpu=not args.no_gpu_check,
+        )
     except InstallError as exc:
         log.error("%s", exc)
         return 1

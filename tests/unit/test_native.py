@@ -87,6 +87,9 @@ def test_a_gpu_build_that_sees_no_gpu_fails_loudly():
     cpu = {"name": "CPU", "kind": "cpu"}
     with pytest.raises(install.InstallError, match="sees no GPU"):
         install.judge({**info, "devices": [cpu]}, "cuda")
+    assert "GPUs" not in install.judge(
+        {**info, "devices": [cpu]}, "cuda", need_gpu=False
+    )  # a GPU-less builder
     line = install.judge({**info, "devices": [cpu, {"name": "CUDA0", "kind": "gpu"}]}, "cuda")
     assert "GPUs: CUDA0" in line
     with pytest.raises(install.InstallError, match="came out CPU-only"):

@@ -16,7 +16,7 @@ from ..mangaka.page.layout import (
     layout_to_dict,
 )
 from ..mangaka.page.lettering import LetteringOptions
-from ..mangaka.page.render import compose_pages, preview_layout
+from ..mangaka.page.render import compose_pages, group_by_chapter, preview_layout
 from . import _comfy
 from .compose import _screenplay, screenplay_inputs
 
@@ -141,16 +141,18 @@ class ComposePage(io.ComfyNode):
         options = _layout_options(*(_one(kw[n]) for n in names))
         font_size = _one(kw["font_size"])
         border = _one(kw["border"])
-        if len(screenplays) > 1 and len(images) != len(screenplays):
-            raise InputError(
-                f"Compose Page: {len(screenplays)} screenplays (one per chapter) but {len(images)} image "
-                "batches; give each chapter's screenplay its own batch of panel images"
+        try:
+            indexes, chapter_ids = group_by_chapter(
+                [int(batch.shape[0]) for batch in images],
+                [len(parsed.panels) for parsed in screenplays],
+                kw.get("panel_ids") or None,
             )
-        groups = [images] if len(screenplays) == 1 else [[batch] for batch in images]
-        panel_ids = (kw.get("panel_ids") or None) if len(screenplays) == 1 else None
+        except InputError as exc:
+            raise InputError(f"Compose Page: {exc}") from None
+        groups = [[images[i] for i in chapter] for chapter in indexes]
         pages, layouts, reports = [], [], []
         progress = _comfy.progress()
-        for i, (parsed, batch) in enumerate(zip(screenplays, groups, strict=True)):
+        for i, (parsed, batch, panel_ids) in enumerate(zip(screenplays, groups, chapter_ids, strict=True)):
             lettering = LetteringOptions(
                 language=parsed.language,
                 vertical=bool(_one(kw["vertical_text"])),

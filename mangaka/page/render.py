@@ -56,6 +56,37 @@ class ComposedPages:
         return "\n".join([head, *(f"- {p}" for p in self.problems)])
 
 
+def group_by_chapter(
+    sizes: Sequence[int], panel_counts: Sequence[int], panel_ids: Sequence[str] | None = None
+) -> tuple[list[list[int]], list[list[str] | None]]:
+    """Which of the given image batches (``sizes``: frames in each) belong to which chapter.
+
+    Several chapters reach Compose Page in one of two shapes: one batch per chapter (a Storyboard
+    per chapter), or one image per panel for all chapters in a row (SD Prompts' lists through a
+    sampler, or a rebatch to 1): the flat list is cut by the chapters' panel counts, and so are
+    SD Prompts' panel ids. Returns the batch indexes per chapter and the panel ids per chapter
+    (None: images go to panels in order)."""
+    chapters = len(panel_counts)
+    if chapters == 1:
+        return [list(range(len(sizes)))], [list(panel_ids) if panel_ids else None]
+    if len(sizes) == chapters:
+        return [[i] for i in range(chapters)], [None] * chapters
+    total = sum(panel_counts)
+    if len(sizes) == total and all(n == 1 for n in sizes):
+        groups, ids, start = [], [], 0
+        flat_ids = list(panel_ids) if panel_ids and len(panel_ids) == total else None
+        for count in panel_counts:
+            groups.append(list(range(start, start + count)))
+            ids.append(flat_ids[start : start + count] if flat_ids else None)
+            start += count
+        return groups, ids
+    raise InputError(
+        f"{chapters} screenplays (one per chapter, {total} panels in all) but {len(sizes)} image "
+        f"batches ({sum(sizes)} images): give one batch per chapter, or one image per panel for "
+        "every chapter in order (as SD Prompts' lists give them)"
+    )
+
+
 def cover(image: Image.Image, width: int, height: int) -> Image.Image:
     """``image`` scaled to cover ``width`` × ``height`` around its centre, then cropped to it."""
     scale = max(width / image.width, height / image.height)

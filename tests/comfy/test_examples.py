@@ -113,6 +113,29 @@ def test_book_batch_example_gives_every_chapter_its_pages_in_one_run(server):  #
     assert len(result.outputs[saved]["images"]) == 3  # three chapters of two panels: a page each
 
 
+def test_a_book_with_one_image_per_panel_gets_each_chapters_images(server):  # noqa: F811
+    """Several chapters with one image per panel in a flat list, as SD Prompts' lists through a
+    sampler give them (RebatchImages to 1 stands in for the sampler), and SD Prompts' panel ids:
+    Compose Page cuts both by the chapters' panel counts."""
+    prompt = _tiny(twin("book_batch"))
+    writer = next(k for k, v in prompt.items() if v["class_type"] == "MangakaScreenwriter")
+    cards = next(k for k, v in prompt.items() if v["class_type"] == "MangakaStoryboard")
+    compose = next(k for k, v in prompt.items() if v["class_type"] == "MangakaComposePage")
+    prompt["901"] = {"class_type": "RebatchImages", "inputs": {"images": [cards, 0], "batch_size": 1}}
+    prompt["902"] = {
+        "class_type": "MangakaScreenplayToPrompts",
+        "inputs": {"screenplay": [writer, 0], "style": "manga_bw", "mode": "tags", "json_text": ""},
+    }
+    prompt["903"] = {"class_type": "PreviewAny", "inputs": {"source": [compose, 2]}}  # report
+    prompt[compose]["inputs"].update(images=["901", 0], panel_ids=["902", 4])
+    result = server.run_prompt(prompt, timeout=600)
+    assert result.status == "success", result.describe()
+    saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
+    assert len(result.outputs[saved]["images"]) == 3  # three chapters of two panels: a page each
+    report = "\n".join(result.outputs["903"]["text"]).splitlines()  # "<title>: 1 pages, 2 panels"
+    assert len(report) == 3 and all(line.endswith(": 1 pages, 2 panels") for line in report), report
+
+
 def test_manga_page_without_its_checkpoint_is_refused_naming_it(server):  # noqa: F811
     status, body = server.post_prompt(_tiny(twin("manga_page")))
     assert status == 400

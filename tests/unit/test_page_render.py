@@ -173,3 +173,20 @@ def test_pages_save_whole_as_png_or_jpeg(tmp_path):
     with pytest.raises(InputError, match="png, jpeg"):
         encode_page(page, "gif")  # type: ignore[arg-type]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.png"]  # no temporary file left
+
+
+def test_images_for_several_chapters_are_grouped_by_chapter():
+    from mangaka.page.render import group_by_chapter
+
+    # One batch per chapter (a Storyboard per chapter).
+    assert group_by_chapter([3, 2], [3, 2]) == ([[0], [1]], [None, None])
+    # One image per panel for every chapter in a row: cut by the panel counts, ids with them.
+    ids = ["p1", "p2", "p3", "p1", "p2"]
+    groups, per_chapter = group_by_chapter([1] * 5, [3, 2], ids)
+    assert groups == [[0, 1, 2], [3, 4]] and per_chapter == [["p1", "p2", "p3"], ["p1", "p2"]]
+    # Ids that do not cover every panel are not guessed at: images go in order.
+    assert group_by_chapter([1] * 5, [3, 2], ["p1"])[1] == [None, None]
+    # One chapter takes everything as it comes.
+    assert group_by_chapter([1, 1, 1], [2], ["p2", "p1", "p3"]) == ([[0, 1, 2]], [["p2", "p1", "p3"]])
+    with pytest.raises(InputError, match=r"2 screenplays \(one per chapter, 5 panels in all\) but 4 image"):
+        group_by_chapter([1] * 4, [3, 2])

@@ -59,6 +59,14 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool) -> None
     p.add_argument("--sampling", default="qwen3.5-instruct", help="sampling preset")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--attempts", type=int, default=3, help="tries before giving up")
+    p.add_argument(
+        "--think",
+        type=int,
+        default=0,
+        metavar="TOKENS",
+        help="plan the adaptation first, thinking for up to TOKENS tokens (Qwen3.5: 2000-8000); "
+        "the plan is saved beside the screenplay as .thinking.txt (default 0: no plan)",
+    )
     p.add_argument("-o", "--output", type=Path, help="screenplay JSON file to write")
 
 
@@ -83,11 +91,14 @@ def _write(args: argparse.Namespace, chapter_path: Path, model: Path) -> Path:
         dialogue=args.dialogue,
         sampling=sampling_preset(args.sampling).replace(seed=args.seed),
         max_attempts=args.attempts,
+        think_tokens=args.think,
         on_progress=_ProgressLog(),
     )
     out = args.output or chapter_path.with_suffix(".screenplay.json")
     text = json.dumps(result.screenplay.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
     write_atomic(out, text)
+    if result.thinking:
+        write_atomic(out.with_suffix(".thinking.txt"), result.thinking + "\n")
     log.info(
         "wrote %s: %d characters, %d dialogue lines, %d panels",
         out,
@@ -230,6 +241,7 @@ def cmd_book(args: argparse.Namespace) -> int:
         dialogue=args.dialogue,
         sampling=sampling_preset(args.sampling).replace(seed=args.seed),
         max_attempts=args.attempts,
+        think_tokens=args.think,
     )
     for path in result.written:
         sys.stdout.write(f"{path}\n")

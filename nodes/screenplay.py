@@ -9,6 +9,7 @@ from comfy_api.latest import io, ui
 from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import PRESETS, sampling_preset
 from ..mangaka.screenplay import write_screenplay
+from ..mangaka.screenplay.generate import MAX_THINK_TOKENS
 from ..mangaka.screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
 from . import _comfy
 from .llm import LLM
@@ -53,8 +54,22 @@ class Screenwriter(io.ComfyNode):
                     max=10,
                     tooltip="Tries; an invalid result is retried with the problems fed back",
                 ),
+                io.Int.Input(
+                    "think_tokens",
+                    default=0,
+                    optional=True,  # workflows saved before it existed still run
+                    min=0,
+                    max=MAX_THINK_TOKENS,
+                    step=256,
+                    tooltip="Let the model plan the adaptation first, thinking for up to this many tokens "
+                    "(Qwen3.5: 2000-8000); the plan guides the screenplay. 0 = no plan",
+                ),
             ],
-            outputs=[SCREENPLAY.Output(display_name="screenplay"), io.String.Output(display_name="json")],
+            outputs=[
+                SCREENPLAY.Output(display_name="screenplay"),
+                io.String.Output(display_name="json"),
+                io.String.Output(display_name="thinking"),
+            ],
         )
 
     @classmethod
@@ -75,6 +90,7 @@ class Screenwriter(io.ComfyNode):
         sampling: str,
         seed: int,
         max_attempts: int,
+        think_tokens: int = 0,
     ) -> io.NodeOutput:
         with _comfy.comfy_interrupts():
             result = write_screenplay(
@@ -86,11 +102,12 @@ class Screenwriter(io.ComfyNode):
                 max_characters=max_characters,
                 sampling=sampling_preset(sampling).replace(seed=seed),
                 max_attempts=max_attempts,
+                think_tokens=think_tokens,
                 on_progress=_comfy.progress(),
                 cancel=_comfy.cancel_requested(),
             )
         data = result.screenplay.model_dump(mode="json")
-        return io.NodeOutput(data, json.dumps(data, ensure_ascii=False, indent=2))
+        return io.NodeOutput(data, json.dumps(data, ensure_ascii=False, indent=2), result.thinking)
 
 
 class SaveScreenplay(io.ComfyNode):

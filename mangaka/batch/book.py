@@ -68,6 +68,8 @@ def write_book(
         chapter, path = item
         done = write_screenplay(llm, chapter.text, **screenplay)
         data = done.screenplay.model_dump(mode="json")
+        if done.thinking:  # the plan first: a screenplay on disk always has its plan beside it
+            write_atomic(path.with_suffix(".thinking.txt"), done.thinking + "\n")
         write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         log.info(
             "chapter %d (%s): %d panels → %s", chapter.number, chapter.title, len(data["panels"]), path.name

@@ -1,5 +1,7 @@
 """The Screenwriter: chapter text → a schema-valid ``Screenplay``, in two constrained LLM calls.
 
+0. Optionally first, a planning call with thinking on (free text, ``think_tokens`` > 0): its
+   reasoning and notes go into both calls below and come back as ``ScreenplayResult.thinking``.
 1. The cast call lists the characters (ids, names, canonical appearance).
 2. The script call writes exactly N dialogue lines and exactly M panels, under a schema built from
    the cast, so speakers, panel characters and each line's panel are enums: the grammar alone
@@ -54,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 MAX_STYLE = 200
 MAX_ATTEMPTS = 10
+MAX_THINK_TOKENS = 32768
 # Prompt files exist in these languages; a Japanese screenplay uses the English prompts.
 PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "en"}
 LANGUAGE_NAMES = {
@@ -66,7 +69,8 @@ LANGUAGE_NAMES = {
 class ScreenplayResult:
     screenplay: Screenplay
     attempts: list[Attempt] = field(default_factory=list)  # every try of both calls, in order
-    usage: Usage = field(default_factory=Usage)  # summed over every try
+    usage: Usage = field(default_factory=Usage)  # summed over every try (and the plan)
+    thinking: str = ""  # the planning call's reasoning and notes ("" without one)
 
 
 def _check_count(name: str, value: Any, low: int, high: int) -> int:
@@ -235,13 +239,16 @@ def write_screenplay(
     cast: Sequence[Character | dict[str, Any]] | None = None,
     sampling: Sampling | None = None,
     max_attempts: int = 3,
+    think_tokens: int = 0,
     on_progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
 ) -> ScreenplayResult:
     """Write a screenplay of ``chapter`` with ``panels`` panels carrying ``dialogue`` lines.
 
-    ``cast``: a known cast (a character bible) to use instead of the cast call. ``on_progress(done,
-    total)`` counts generated tokens over both calls against their worst-case budgets. The chapter
+    ``cast``: a known cast (a character bible) to use instead of the cast call. ``think_tokens``:
+    let the model plan the adaptation first, thinking freely for up to that many tokens (0: no
+    plan); a plan cut at the budget is used as far as it got, with a warning. ``on_progress(done,
+    total)`` counts generated tokens over every call against their worst-case budgets. The chapter
     is never cut: a backend raises ``ContextOverflowError`` when it does not fit. Raises
     ``InputError`` for unusable inputs, ``InvalidOutputError`` (every attempt attached) when a call
     stays invalid after ``max_attempts`` tries, ``Cancelled`` when ``cancel()`` turns true.
@@ -256,18 +263,25 @@ def write_screenplay(
         max_attempts=max_attempts,
     )
     known_cast = _check_cast(cast) if cast is not None else None
+    think_tokens = _check_count("think_tokens", think_tokens, 0, MAX_THINK_TOKENS)
     plang = PROMPT_LANGUAGE[language]
     system = prompt(
         "screenwriter/system", plang, style=style.strip(), language_name=LANGUAGE_NAMES[plang][language]
     )
     chapter_block = prompt("screenwriter/chapter", plang, chapter=chapter.strip())
 
+    plan = ""
+
     def messages(task: str) -> list[Message]:
         # The chapter is a message of its own: the backend snapshots the prompt at message
-        # boundaries, so the script call (and every retry) reuses the decoded chapter.
+        # boundaries, so the script call (and every retry) reuses the decoded chapter (and plan).
+        notes = (
+            [{"role": "user", "content": prompt("screenwriter/planned", plang, plan=plan)}] if plan else []
+        )
         return [
             {"role": "system", "content": system},
             {"role": "user", "content": chapter_block},
+            *notes,
             {"role": "user", "content": task},
         ]
 
@@ -279,6 +293,37 @@ def write_screenplay(
     script_estimate = json_token_budget(
         script_call_schema([f"c{i}".ljust(32, "x") for i in range(max_characters)], panels, dialogue)
     )
+
+    if think_tokens:
+        planned = llm.complete(
+            messages(
+                prompt(
+                    "screenwriter/plan",
+                    plang,
+                    panels=panels,
+                    dialogue=dialogue,
+                    max_characters=max_characters,
+                )
+            ),
+            sampling=sampling,
+            max_tokens=think_tokens,
+            thinking=True,
+            on_progress=_progress(on_progress, 0, think_tokens + cast_budget + script_estimate),
+            cancel=cancel,
+        )
+        plan = "\n\n".join(part.strip() for part in (planned.reasoning, planned.text) if part.strip())
+        usage.prompt_tokens += planned.usage.prompt_tokens
+        usage.completion_tokens += planned.usage.completion_tokens
+        usage.prompt_tokens_decoded += planned.usage.prompt_tokens_decoded
+        if planned.finish_reason == "length":
+            logger.warning(
+                "the plan used its whole budget of %d tokens; the screenplay follows it as far as it got "
+                "(raise think_tokens for a complete plan)",
+                think_tokens,
+            )
+        if not plan:
+            logger.warning("the planning call returned nothing; writing without a plan")
+    offset = think_tokens
 
     if known_cast is None:
         task = prompt(
@@ -297,7 +342,7 @@ def write_screenplay(
             max_attempts=max_attempts,
             max_tokens=cast_budget,
             sampling=sampling,
-            on_progress=_progress(on_progress, 0, cast_budget + script_estimate),
+            on_progress=_progress(on_progress, offset, offset + cast_budget + script_estimate),
             cancel=cancel,
             language=plang,
             call="screenplay cast",
@@ -344,7 +389,7 @@ def write_screenplay(
             max_attempts=max_attempts,
             max_tokens=script_budget,
             sampling=sampling,
-            on_progress=_progress(on_progress, cast_budget, cast_budget + script_budget),
+            on_progress=_progress(on_progress, offset + cast_budget, offset + cast_budget + script_budget),
             cancel=cancel,
             language=plang,
             call="screenplay script",
@@ -363,4 +408,4 @@ def write_screenplay(
         len(attempts),
         usage.completion_tokens,
     )
-    return ScreenplayResult(screenplay, attempts, usage)
+    return ScreenplayResult(screenplay, attempts, usage, plan)

@@ -106,6 +106,16 @@ def test_screenwriter_workflow_writes_a_valid_screenplay_with_progress(server):
     assert len(data["panels"]) == 2 and len(data["dialogue"]) == 2
 
 
+def test_screenwriter_plans_first_when_asked_and_outputs_the_thinking(server):
+    prompt = workflow(panels=1, dialogue=1)
+    prompt["2"]["inputs"]["think_tokens"] = 32
+    prompt["4"] = {"class_type": "PreviewAny", "inputs": {"source": ["2", 2]}}  # thinking
+    result = server.run_prompt(prompt, timeout=300)
+    assert result.status == "success", result.describe()
+    assert "".join(result.outputs["4"]["text"]).strip()  # the random model's plan: noise, but there
+    assert server.object_info("MangakaScreenwriter")["output_name"][2] == "thinking"
+
+
 def test_save_never_overwrites(server):
     first = server.run_prompt(workflow(panels=1, dialogue=1), timeout=300)
     second = server.run_prompt(workflow(panels=1, dialogue=1, lora_strength=0.5), timeout=300)

@@ -160,3 +160,45 @@ def test_demo_writes_a_valid_screenplay_with_the_embedded_model(tmp_path):
     assert "toy model" in run.stderr and "Qwen3.5-35B-A3B" in run.stderr
     assert run.stdout.strip() == str(out)
     assert_valid_screenplay(out)
+
+
+class Recording:
+    """The real in-process LLM, with every call's messages and thinking switch recorded."""
+
+    def __init__(self, llm: LlamaCppLLM) -> None:
+        self.llm, self.calls = llm, []
+
+    def complete(self, messages, **kw):
+        self.calls.append((messages, kw.get("thinking", False), kw.get("schema") is not None))
+        return self.llm.complete(messages, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.llm, name)
+
+
+def test_a_plan_with_thinking_goes_first_and_into_both_calls(roomy_qwen35moe, caplog):
+    model, _lora = roomy_qwen35moe
+    llm = Recording(LlamaCppLLM(model, LoadOptions(n_ctx=32768, n_threads=1)))
+    seen: list[tuple[int, int]] = []
+    with caplog.at_level("WARNING", logger="mangaka.screenplay.generate"):
+        result = write_screenplay(
+            llm, CHAPTER.read_text(), panels=2, dialogue=2, sampling=PRESETS["greedy"], think_tokens=48,
+            on_progress=lambda done, total: seen.append((done, total)),
+        )  # fmt: skip
+    assert validate_screenplay(result.screenplay.model_dump(mode="json")) == []
+    (plan_messages, plan_thinking, plan_schema), *constrained = llm.calls
+    assert plan_thinking and not plan_schema and "plan the adaptation" in plan_messages[-1]["content"]
+    assert result.thinking  # the random model thinks until the budget: the plan is cut, and says so
+    assert any("whole budget of 48 tokens" in r.message for r in caplog.records)
+    for (
+        messages,
+        thinking,
+        schema,
+    ) in constrained:  # cast and script: constrained, thinking off, with the notes
+        assert schema and not thinking
+        assert any(result.thinking in m["content"] and "<notes>" in m["content"] for m in messages)
+    # One bar over every call: the plan's tokens come first, then the cast's and the script's.
+    assert seen[0][0] <= 48 and all(total > 48 for _, total in seen) and seen[-1][0] > 48
+    assert result.usage.completion_tokens >= 48
+    with pytest.raises(InputError, match="think_tokens must be from 0 to 32768"):
+        write_screenplay(llm, "A chapter.", think_tokens=-1)

@@ -7,7 +7,14 @@ import pytest
 from mangaka.errors import InputError, MangakaError
 from mangaka.prompts import PROMPTS_DIR, load_prompt, prompt, prompt_languages, render_prompt
 
-SCREENWRITER = ["screenwriter/system", "screenwriter/chapter", "screenwriter/cast", "screenwriter/script"]
+SCREENWRITER = [
+    "screenwriter/system",
+    "screenwriter/chapter",
+    "screenwriter/plan",
+    "screenwriter/planned",
+    "screenwriter/cast",
+    "screenwriter/script",
+]
 STRUCTURED = ["structured/invalid", "structured/cut_off"]
 PLACEHOLDER = re.compile(r"\$\{?([_a-zA-Z][_a-zA-Z0-9]*)")  # string.Template's identifiers (ASCII)
 

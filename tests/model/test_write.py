@@ -53,12 +53,13 @@ def test_write_with_tiny_qwen35moe_and_its_lora(roomy_qwen35moe, tmp_path):
     out = tmp_path / "chapter1.json"
     run = mangaka(
         "write", str(CHAPTER), "--model", str(model), "--lora", str(lora), *ONE_THREAD,
-        "--panels", "3", "--dialogue", "4", "--sampling", "greedy", "-o", str(out),
+        "--panels", "3", "--dialogue", "4", "--sampling", "greedy", "--think", "24", "-o", str(out),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "LoRA qwen35moe-32k-lora.gguf at 1.0" in run.stderr
     data = assert_valid_screenplay(out)
     assert len(data["panels"]) == 3 and len(data["dialogue"]) == 4
+    assert out.with_suffix(".thinking.txt").read_text(encoding="utf-8").strip()  # the plan, kept
 
 
 def test_write_a_chapter_longer_than_the_context_names_both_counts(roomy_qwen35moe, tmp_path):

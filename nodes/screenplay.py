@@ -9,7 +9,7 @@ from comfy_api.latest import io, ui
 from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import PRESETS, sampling_preset
 from ..mangaka.screenplay import write_screenplay
-from ..mangaka.screenplay.generate import MAX_THINK_TOKENS
+from ..mangaka.screenplay.request import MAX_THINK_TOKENS
 from ..mangaka.screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
 from . import _comfy
 from .llm import LLM

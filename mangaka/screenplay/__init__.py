@@ -1,7 +1,8 @@
 """The Screenwriter: pydantic models of a screenplay, its JSON Schema, validation and generation."""
 
 from .example import example_screenplay
-from .generate import ScreenplayResult, assemble_screenplay, check_inputs, write_screenplay
+from .generate import ScreenplayResult, assemble_screenplay, write_screenplay
+from .request import ScreenplayRequest, check_chapter, sampling_settings
 from .models import ANGLES, EMOTIONS, LANGUAGES, NARRATOR, SHOTS, Character, Line, Panel, Screenplay
 from .schema import (
     cast_call_schema,
@@ -25,11 +26,13 @@ __all__ = [
     "ScreenplayResult",
     "assemble_screenplay",
     "cast_call_schema",
-    "check_inputs",
+    "ScreenplayRequest",
+    "check_chapter",
     "example_screenplay",
     "load_screenplay",
     "screenplay_json_schema",
     "screenplay_schema_text",
+    "sampling_settings",
     "script_call_schema",
     "validate_screenplay",
     "write_schemas",

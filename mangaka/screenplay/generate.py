@@ -49,14 +49,12 @@ from .models import (
     Panel,
     Screenplay,
 )
+from .request import ScreenplayRequest, check_chapter
 from .schema import cast_call_schema, panel_ids, script_call_schema
 from .validate import cast_problems, validate_screenplay
 
 logger = logging.getLogger(__name__)
 
-MAX_STYLE = 200
-MAX_ATTEMPTS = 10
-MAX_THINK_TOKENS = 32768
 # Prompt files exist in these languages; a Japanese screenplay uses the English prompts.
 PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "en"}
 LANGUAGE_NAMES = {
@@ -73,14 +71,6 @@ class ScreenplayResult:
     thinking: str = ""  # the planning call's reasoning and notes ("" without one)
 
 
-def _check_count(name: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
-    if not low <= value <= high:
-        raise InputError(f"{name} must be from {low} to {high}, got {value}")
-    return value
-
-
 def _check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
     if not 1 <= len(cast) <= MAX_CHARACTERS:
         raise InputError(f"cast: give from 1 to {MAX_CHARACTERS} characters, got {len(cast)}")
@@ -94,33 +84,6 @@ def _check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
     if problems:
         raise InputError("cast: " + "; ".join(problems))
     return characters
-
-
-def check_inputs(
-    chapter: Any,
-    *,
-    language: str,
-    panels: int,
-    dialogue: int,
-    max_characters: int,
-    style: str,
-    max_attempts: int,
-) -> None:
-    """Raise ``InputError`` naming the first unusable input and its allowed values."""
-    if not isinstance(chapter, str):
-        raise InputError(f"chapter must be text, got {type(chapter).__name__}")
-    if not chapter.strip():
-        raise InputError("chapter is empty: give the text of one chapter")
-    if language not in LANGUAGES:
-        raise InputError(f"language {language!r} is not supported; choose one of: {', '.join(LANGUAGES)}")
-    _check_count("panels", panels, 1, MAX_PANELS)
-    _check_count("dialogue", dialogue, 0, MAX_DIALOGUE)
-    _check_count("max_characters", max_characters, 1, MAX_CHARACTERS)
-    _check_count("max_attempts", max_attempts, 1, MAX_ATTEMPTS)
-    if not isinstance(style, str) or not style.strip():
-        raise InputError("style is empty: name a style, e.g. 'manga' or 'shoujo manga, soft screentones'")
-    if len(style) > MAX_STYLE:
-        raise InputError(f"style is {len(style)} characters long; at most {MAX_STYLE}")
 
 
 def script_problems(script: dict[str, Any], cast_ids: list[str], panels: int) -> list[str]:
@@ -230,20 +193,14 @@ def _progress(on_progress: ProgressFn | None, offset: int, total: int) -> Progre
 def write_screenplay(
     llm: LLM,
     chapter: str,
+    request: ScreenplayRequest | None = None,
     *,
-    language: str = "en",
-    panels: int = 6,
-    dialogue: int = 8,
-    max_characters: int = 8,
-    style: str = "manga",
     cast: Sequence[Character | dict[str, Any]] | None = None,
-    sampling: Sampling | None = None,
-    max_attempts: int = 3,
-    think_tokens: int = 0,
     on_progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    **options: Any,
 ) -> ScreenplayResult:
-    """Write a screenplay of ``chapter`` with ``panels`` panels carrying ``dialogue`` lines.
+    """Write a screenplay of ``chapter`` as ``request`` asks (or ``ScreenplayRequest(**options)``).
 
     ``cast``: a known cast (a character bible) to use instead of the cast call. ``think_tokens``:
     let the model plan the adaptation first, thinking freely for up to that many tokens (0: no
@@ -253,17 +210,15 @@ def write_screenplay(
     ``InputError`` for unusable inputs, ``InvalidOutputError`` (every attempt attached) when a call
     stays invalid after ``max_attempts`` tries, ``Cancelled`` when ``cancel()`` turns true.
     """
-    check_inputs(
-        chapter,
-        language=language,
-        panels=panels,
-        dialogue=dialogue,
-        max_characters=max_characters,
-        style=style,
-        max_attempts=max_attempts,
-    )
+    if request is None:
+        request = ScreenplayRequest(**options)
+    elif options:
+        raise TypeError(f"give either a request or its options, not both ({', '.join(options)})")
+    check_chapter(chapter)
     known_cast = _check_cast(cast) if cast is not None else None
-    think_tokens = _check_count("think_tokens", think_tokens, 0, MAX_THINK_TOKENS)
+    language, panels, dialogue = request.language, request.panels, request.dialogue
+    max_characters, style, max_attempts = request.max_characters, request.style, request.max_attempts
+    think_tokens, sampling = request.think_tokens, request.sampling_settings
     plang = PROMPT_LANGUAGE[language]
     system = prompt(
         "screenwriter/system", plang, style=style.strip(), language_name=LANGUAGE_NAMES[plang][language]

@@ -289,7 +289,7 @@ import sys
 from mangaka.llm.base import PRESETS
 from mangaka.llm.decode import decode
 from mangaka.llm.inprocess import LoadOptions, load_model
-llama = load_model(sys.argv[1], LoadOptions(n_ctx=64, n_threads=1)).llama
+llama = load_model(sys.argv[1], LoadOptions(n_ctx=512, n_threads=1)).llama
 prompt = sys.argv[2].encode()
 tokens = llama.tokenize(prompt, add_bos=True, special=True)
 out = decode(llama, tokens, 0, sampling=PRESETS["greedy"], constraint=None, budget=int(sys.argv[3]))

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import InputError
+
 Message = dict[str, str]
 # on_progress(done, total): tokens generated so far and the token budget.
 ProgressFn = Callable[[int, int], None]
@@ -40,10 +42,13 @@ PRESETS: dict[str, Sampling] = {
 
 
 def sampling_preset(name: str) -> Sampling:
+    """The preset ``name``; ``InputError`` lists the presets for an unknown one."""
     try:
         return PRESETS[name]
-    except KeyError:
-        raise KeyError(f"unknown sampling preset {name!r}; valid: {', '.join(PRESETS)}") from None
+    except (KeyError, TypeError):
+        raise InputError(
+            f"sampling preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}"
+        ) from None
 
 
 @dataclass

@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import functools
 import logging
+import math
 import os
 import threading
 import time
@@ -26,6 +27,7 @@ from ..errors import (
     Cancelled,
     ContextOverflowError,
     GenerationError,
+    InputError,
     LoraError,
     MangakaError,
     ModelFileError,
@@ -52,11 +54,41 @@ CHATML_TEMPLATE = (
 
 FlashAttn = Literal["auto", "on", "off"]
 FLASH_ATTN_MODES: tuple[str, ...] = ("auto", "on", "off")
+# The ranges LoadOptions accepts (the Load LLM node's widgets use the same).
+N_CTX_RANGE = (512, 262144)  # Qwen3.5's trained context is 262144
+N_GPU_LAYERS_RANGE = (-1, 1000)  # -1: every layer
+N_THREADS_RANGE = (0, 256)  # 0: every core
+N_BATCH_RANGE = (1, 65536)
+LORA_SCALE_RANGE = (-4.0, 4.0)
+
+
+def _check_whole(label: str, value: Any, bounds: tuple[int, int], meaning: str = "") -> None:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{label} must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"{label} must be from {low} to {high}{meaning}, got {value}")
+
+
+def check_lora_scale(scale: Any, label: str = "lora_scale") -> float:
+    """``scale`` as a float in ``LORA_SCALE_RANGE``, or ``InputError`` naming ``label``."""
+    low, high = LORA_SCALE_RANGE
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise InputError(f"{label} must be a number from {low:g} to {high:g}, got {scale!r}")
+    if not low <= scale <= high:
+        raise InputError(
+            f"{label} must be from {low:g} to {high:g} (1 = the adapter as trained), got {scale:g}"
+        )
+    return float(scale)
 
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How to load a model. ``n_ctx`` is capped at the model's trained context length."""
+    """How to load a model. ``n_ctx`` is capped at the model's trained context length.
+
+    Every field is checked at construction (``InputError`` naming it and its range), so a bad
+    option is refused before a model is loaded.
+    """
 
     n_ctx: int = DEFAULT_N_CTX
     n_gpu_layers: int = 0  # -1: all layers
@@ -65,8 +97,12 @@ class LoadOptions:
     n_batch: int = 512
 
     def __post_init__(self) -> None:
-        if self.flash_attn not in FLASH_ATTN_MODES:
-            raise ValueError(
+        _check_whole("context (n_ctx)", self.n_ctx, N_CTX_RANGE, " tokens")
+        _check_whole("gpu_layers (n_gpu_layers)", self.n_gpu_layers, N_GPU_LAYERS_RANGE, "; -1 = all")
+        _check_whole("threads (n_threads)", self.n_threads, N_THREADS_RANGE, "; 0 = every core")
+        _check_whole("batch (n_batch)", self.n_batch, N_BATCH_RANGE, " tokens")
+        if not isinstance(self.flash_attn, str) or self.flash_attn not in FLASH_ATTN_MODES:
+            raise InputError(
                 f"flash_attn must be one of {', '.join(FLASH_ATTN_MODES)}, not {self.flash_attn!r}"
             )
 
@@ -137,11 +173,18 @@ def _header(path: str, _size: int, _mtime_ns: int) -> GGUFInfo:
     return read_gguf_info(path)
 
 
+def _check_gguf_path(path: Path, what: str, error: type[MangakaError]) -> None:
+    """A clear message for a path that is missing or a folder (read before its header)."""
+    if path.is_dir():
+        raise error(f"{what} {path} is a folder, not a GGUF file; give the .gguf file inside it")
+    if not path.is_file():
+        raise error(f"{what} file {path} not found")
+
+
 def gguf_header(path: str | Path) -> GGUFInfo:
     """The file's GGUF metadata, read once per file version (path, size, modification time)."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelFileError(f"model file {path} not found")
+    _check_gguf_path(path, "model", ModelFileError)
     st = path.stat()
     return _header(str(path.resolve()), st.st_size, st.st_mtime_ns)
 
@@ -149,6 +192,7 @@ def gguf_header(path: str | Path) -> GGUFInfo:
 def check_model_file(path: str | Path) -> GGUFInfo:
     """Check, without loading, that ``path`` is a GGUF model the installed llama.cpp can load."""
     path = Path(path)
+    _check_gguf_path(path, "model", ModelFileError)
     info = gguf_header(path)
     if info.file_type == "adapter":
         raise ModelFileError(f"{path} is a LoRA adapter, not a model; give it as the LoRA input instead")
@@ -159,8 +203,7 @@ def check_model_file(path: str | Path) -> GGUFInfo:
 def check_lora_file(lora: str | Path, architecture: str, model_name: str) -> GGUFInfo:
     """Check that ``lora`` is a GGUF LoRA adapter for models of ``architecture``."""
     lora = Path(lora)
-    if not lora.is_file():
-        raise LoraError(f"LoRA file {lora} not found")
+    _check_gguf_path(lora, "LoRA", LoraError)
     info = gguf_header(lora)
     if info.file_type != "adapter" or info.metadata.get("adapter.type") != "lora":
         raise LoraError(
@@ -188,10 +231,7 @@ def load_model(
     raises ``Cancelled`` and caches nothing."""
     options = options or LoadOptions()
     path = Path(path)
-    if not path.is_file():
-        raise ModelFileError(f"model file {path} not found")
-    if options.n_ctx <= 0:
-        raise MangakaError(f"context length must be positive, got {options.n_ctx}")
+    _check_gguf_path(path, "model", ModelFileError)
     key = _cache_key(path, options)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
@@ -415,6 +455,7 @@ class LlamaCppLLM:
         cancel: CancelFn | None = None,
     ) -> None:
         self.path = Path(path)
+        lora_scale = check_lora_scale(lora_scale)
         self.engine = engine  # constrained decoding: mangaka.llm.constrain.ENGINES
         self.options = options or LoadOptions()
         self._model = load_model(self.path, self.options, on_progress, cancel)

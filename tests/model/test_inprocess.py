@@ -13,6 +13,7 @@ from mangaka.errors import (
     Cancelled,
     ContextOverflowError,
     GenerationError,
+    InputError,
     LoraError,
     ModelFileError,
     SchemaError,
@@ -60,7 +61,7 @@ def test_flash_attention_mode_reaches_llama_cpp(qwen35moe, mode, constant):
 
 
 def test_flash_attention_mode_must_be_known():
-    with pytest.raises(ValueError, match="auto, on, off"):
+    with pytest.raises(InputError, match="auto, on, off"):
         LoadOptions(flash_attn=True)
 
 

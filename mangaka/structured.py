@@ -2,8 +2,10 @@
 
 ``generate_json`` is the loop every schema-shaped call goes through (the Screenwriter's two calls,
 the Structured Output node with a user's schema). Each try decodes under the schema (thinking off),
-parses the JSON, validates it with jsonschema (Draft 2020-12) and then with the caller's semantic
-check. A failed try is shown back to the model (its reply, then the problems, each with the JSON
+parses the JSON, repairs what has one right fix (``mangaka.repair``: padded strings, blank optional
+values, then the caller's own repairs), validates it with jsonschema (Draft 2020-12) and then with
+the caller's semantic check. Repairs are logged and kept on the attempt, never sent to the model. A
+try still invalid is shown back to the model (its reply, then the problems, each with the JSON
 path it concerns) and the model tries again; a reply cut off by the token limit is never returned.
 After the last try, ``InvalidOutputError`` carries every attempt.
 """
@@ -23,6 +25,7 @@ from .errors import Cancelled, ContextOverflowError, InvalidOutputError, SchemaE
 from .llm.base import LLM, CancelFn, Message, ProgressFn, Sampling, Usage
 from .llm.budget import json_token_budget
 from .prompts import prompt
+from .repair import Repair, tidy_strings
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +35,8 @@ MAX_FEEDBACK_PROBLEMS = 20
 MAX_PROBLEM_CHARS = 240
 
 Validate = Callable[[Any], list[str]]
+# repair(data) -> (data, repairs): deterministic fixes of schema-valid data, before validation.
+RepairFn = Callable[[Any], tuple[Any, list[Repair]]]
 
 
 @dataclass
@@ -43,6 +48,7 @@ class Attempt:
     finish_reason: str
     usage: Usage = field(default_factory=Usage)
     call: str = "output"
+    repairs: list[str] = field(default_factory=list)  # what was fixed without asking the model
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,7 +139,7 @@ def generate_json(
     schema: dict[str, Any],
     *,
     validate: Validate | None = None,
-    normalize: Callable[[Any], Any] | None = None,
+    repair: RepairFn | None = None,
     max_attempts: int = 3,
     max_tokens: int | None = None,
     sampling: Sampling | None = None,
@@ -144,13 +150,14 @@ def generate_json(
 ) -> tuple[Any, list[Attempt]]:
     """Generate JSON matching ``schema``; returns ``(data, attempts)``, the last attempt the accepted one.
 
-    ``normalize(data) -> data`` runs after the schema check passes (deterministic clean-ups the
-    grammar cannot express); ``validate(data) -> problems`` runs after it (semantic rules: unique ids,
-    existing references…). ``max_tokens`` defaults to the schema's worst-case token budget, which
-    raises ``SchemaError`` for an unbounded schema: bound it, or pass ``max_tokens``. ``language``
-    picks the language of the feedback messages; ``call`` names this call in attempts, logs and
-    errors. Raises ``InvalidOutputError`` (with every attempt) when no try is valid, ``Cancelled``
-    when ``cancel()`` turns true between tries; backend errors (context overflow…) propagate.
+    Padded strings and blank optional values are repaired before the schema check; ``repair(data) ->
+    (data, repairs)`` runs after it passes (deterministic fixes the grammar cannot express: a name listed
+    twice…); ``validate(data) -> problems`` runs last (semantic rules that need the model: unique ids,
+    existing references…). ``max_tokens`` defaults to the schema's worst-case token budget, which raises
+    ``SchemaError`` for an unbounded schema: bound it, or pass ``max_tokens``. ``language`` picks the
+    language of the feedback messages; ``call`` names this call in attempts, logs and errors. Raises
+    ``InvalidOutputError`` (with every attempt) when no try is valid, ``Cancelled`` when ``cancel()``
+    turns true between tries; backend errors (context overflow…) propagate.
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
@@ -192,15 +199,27 @@ def generate_json(
             note = prompt("structured/cut_off", language, tokens=tokens)
             continue
         data, problems = parse_json(text)
+        repairs: list[Repair] = []
         if not problems:
+            data, repairs = tidy_strings(data, schema)
             problems = schema_problems(data, validator)
-        if not problems and normalize is not None:
-            data = normalize(data)
+        if not problems and repair is not None:
+            data, more = repair(data)
+            repairs += more
         if not problems and validate is not None:
             problems = validate(data)
-        attempts.append(Attempt(text, problems, completion.finish_reason, completion.usage, call))
+        fixed = [str(r) for r in repairs]
+        attempts.append(Attempt(text, problems, completion.finish_reason, completion.usage, call, fixed))
+        for r in fixed:
+            logger.info("%s: try %d repaired %s", call, number, r)
         if not problems:
-            logger.info("%s: valid on try %d of %d", call, number, max_attempts)
+            logger.info(
+                "%s: valid on try %d of %d%s",
+                call,
+                number,
+                max_attempts,
+                f" after {len(fixed)} repairs" if fixed else "",
+            )
             return data, attempts
         logger.warning(
             "%s: try %d of %d invalid (%d problems): %s",

@@ -2,8 +2,8 @@
 
 from .example import example_screenplay
 from .generate import ScreenplayResult, assemble_screenplay, write_screenplay
-from .request import ScreenplayRequest, check_chapter, sampling_settings
 from .models import ANGLES, EMOTIONS, LANGUAGES, NARRATOR, SHOTS, Character, Line, Panel, Screenplay
+from .request import ScreenplayRequest, check_chapter, sampling_settings
 from .schema import (
     cast_call_schema,
     screenplay_json_schema,
@@ -23,16 +23,16 @@ __all__ = [
     "Line",
     "Panel",
     "Screenplay",
+    "ScreenplayRequest",
     "ScreenplayResult",
     "assemble_screenplay",
     "cast_call_schema",
-    "ScreenplayRequest",
     "check_chapter",
     "example_screenplay",
     "load_screenplay",
+    "sampling_settings",
     "screenplay_json_schema",
     "screenplay_schema_text",
-    "sampling_settings",
     "script_call_schema",
     "validate_screenplay",
     "write_schemas",

@@ -24,22 +24,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError, InvalidOutputError
-from ..llm.base import LLM, CancelFn, Message, ProgressFn, Sampling, Usage
+from ..llm.base import LLM, CancelFn, Message, ProgressFn, Usage
 from ..llm.budget import json_token_budget
 from ..prompts import prompt
 from ..structured import Attempt, generate_json, json_path
 from .models import (
     ANGLES,
     EMOTIONS,
-    LANGUAGES,
     MAX_ACTION,
     MAX_APPEARANCE,
     MAX_CHARACTERS,
-    MAX_DIALOGUE,
-    MAX_ID,
     MAX_LINE,
     MAX_NAME,
-    MAX_PANELS,
     MAX_TITLE,
     NARRATOR,
     SCREENPLAY_VERSION,
@@ -49,6 +45,7 @@ from .models import (
     Panel,
     Screenplay,
 )
+from .repair import repair_cast, repair_script
 from .request import ScreenplayRequest, check_chapter
 from .schema import cast_call_schema, panel_ids, script_call_schema
 from .validate import cast_problems, validate_screenplay
@@ -69,6 +66,11 @@ class ScreenplayResult:
     attempts: list[Attempt] = field(default_factory=list)  # every try of both calls, in order
     usage: Usage = field(default_factory=Usage)  # summed over every try (and the plan)
     thinking: str = ""  # the planning call's reasoning and notes ("" without one)
+
+    @property
+    def repairs(self) -> list[str]:
+        """What was fixed without asking the model, in the accepted tries: ``"<call>: <path>: <change>"``."""
+        return [f"{a.call}: {r}" for a in self.attempts if not a.problems for r in a.repairs]
 
 
 def _check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
@@ -97,7 +99,7 @@ def script_problems(script: dict[str, Any], cast_ids: list[str], panels: int) ->
         if d["panel"] not in ids:
             problems.append(f"dialogue[{i}].panel: {d['panel']!r} is not one of {', '.join(ids)}")
         if not d["line"].strip():
-            problems.append(f"dialogue[{i}].line: is blank")
+            problems.append(f"dialogue[{i}].line: is blank; write the words this line says")
     for j, p in enumerate(script["panels"]):
         if p["id"] != ids[j]:
             problems.append(f"panels[{j}].id: must be {ids[j]!r}, got {p['id']!r}")
@@ -148,29 +150,6 @@ def assemble_screenplay(script: dict[str, Any], cast: list[Character], language:
         dialogue=lines,
         panels=panels,
     )
-
-
-def settle_cast(data: dict[str, Any]) -> dict[str, Any]:
-    """Deterministic clean-up of the cast call's reply, for what the grammar cannot express.
-
-    The narrator is not a character (narration has its own reserved speaker), so an entry named
-    or identified ``narrator`` is left out; a repeated id gets a ``_2``, ``_3``… suffix. What is
-    left is still validated (unique names, at least one character).
-    """
-    kept: list[dict[str, Any]] = []
-    ids: set[str] = set()
-    for c in data["characters"]:
-        if c["id"] == NARRATOR or " ".join(c["name"].split()).casefold() == NARRATOR:
-            logger.info("cast: left out %r: narration uses the reserved speaker %r", c["name"], NARRATOR)
-            continue
-        cid, n = c["id"], 1
-        while cid in ids:
-            n += 1
-            suffix = f"_{n}"
-            cid = c["id"][: MAX_ID - len(suffix)] + suffix
-        ids.add(cid)
-        kept.append({**c, "id": cid})
-    return {**data, "characters": kept}
 
 
 def _cast_listing(cast: list[Character]) -> str:
@@ -292,7 +271,7 @@ def write_screenplay(
             llm,
             messages(task),
             cast_schema,
-            normalize=settle_cast,
+            repair=repair_cast,
             validate=lambda d: cast_problems(d["characters"]),
             max_attempts=max_attempts,
             max_tokens=cast_budget,
@@ -340,6 +319,7 @@ def write_screenplay(
             llm,
             messages(task),
             script_schema,
+            repair=repair_script,
             validate=check_script,
             max_attempts=max_attempts,
             max_tokens=script_budget,

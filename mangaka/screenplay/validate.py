@@ -7,15 +7,20 @@ Each check returns human-readable problems that start with the JSON path they co
 from __future__ import annotations
 
 import json
+import logging
 from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from ..errors import InputError
+from ..repair import tidy_strings
 from ..structured import check_schema, schema_problems
 from .models import NARRATOR, Screenplay
+from .repair import repair_screenplay
 from .schema import screenplay_json_schema
+
+logger = logging.getLogger(__name__)
 
 
 @cache
@@ -47,7 +52,7 @@ def cast_problems(characters: list[dict[str, Any]], where: str = "characters") -
             seen_ids[cid] = i
         key = " ".join(name.split()).casefold()
         if not key:
-            problems.append(f"{where}[{i}].name: is blank")
+            problems.append(f"{where}[{i}].name: is blank; give the name as the chapter writes it")
         elif key in seen_names:
             problems.append(
                 f"{where}[{i}].name: {name!r} is already the name of {where}[{seen_names[key]}]; "
@@ -130,8 +135,27 @@ def validate_screenplay(data: Any) -> list[str]:
     return screenplay_semantic_problems(data)
 
 
-def load_screenplay(data: str | bytes | dict[str, Any], *, source: str = "screenplay") -> Screenplay:
-    """Parse and validate a screenplay (JSON text or parsed); ``InputError`` lists every problem."""
+def repaired_screenplay(data: Any, source: str = "screenplay") -> Any:
+    """``data`` with its one-right-fix problems repaired (``repair.py``), each repair logged at INFO.
+
+    Padded strings are trimmed; when the result matches the schema, a character listed twice is
+    merged and its references remapped, and what a panel lists twice is listed once.
+    """
+    data, repairs = tidy_strings(data, _screenplay_validator().schema)
+    if not schema_problems(data, _screenplay_validator()):
+        data, more = repair_screenplay(data)
+        repairs += more
+    for r in repairs:
+        logger.info("%s: repaired %s", source, r)
+    return data
+
+
+def load_screenplay(
+    data: str | bytes | dict[str, Any], *, source: str = "screenplay", repair: bool = True
+) -> Screenplay:
+    """Parse, repair (unless ``repair=False``) and validate a screenplay (JSON text or parsed).
+
+    ``InputError`` lists every problem that is left."""
     if isinstance(data, (str, bytes)):
         try:
             data = json.loads(data)
@@ -139,6 +163,8 @@ def load_screenplay(data: str | bytes | dict[str, Any], *, source: str = "screen
             raise InputError(
                 f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
             ) from None
+    if repair:
+        data = repaired_screenplay(data, source)
     problems = validate_screenplay(data)
     if problems:
         listed = "\n".join(f"- {p}" for p in problems[:30])

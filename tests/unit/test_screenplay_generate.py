@@ -355,14 +355,55 @@ def test_duplicate_cast_ids_get_a_suffix_and_the_narrator_is_left_out():
     assert "akira_2" in json.dumps(script_schema)
 
 
-def test_a_repeated_name_is_retried_with_the_problem():
+def test_a_repeated_name_is_merged_without_a_retry(caplog):
+    """What SmolLM2 does at 2 threads: the same name listed twice. Retrying does not help a model
+    that repeats itself; the entry is merged into the first, logged, and reported on the result."""
     bad = copy.deepcopy(CAST)
-    bad["characters"][1]["name"] = bad["characters"][0]["name"]
+    bad["characters"].append({"id": "akira_k", "name": " AKIRA\u3000", "appearance": "the same boy again"})
+    llm = FakeScriptedLLM(bad, script(["p1", "p1", "p2", "p3"]))
+    with caplog.at_level("INFO", logger="mangaka.structured"):
+        result = write_screenplay(llm, CHAPTER, panels=3, dialogue=4)
+    assert [a.call for a in result.attempts] == ["screenplay cast", "screenplay script"]  # no retry
+    assert [c.id for c in result.screenplay.characters] == ["akira", "mei"]
+    assert result.screenplay.characters[0].appearance == CAST["characters"][0]["appearance"]
+    assert "akira_k" not in json.dumps(llm.calls[1]["schema"])  # the script only sees the kept ids
+    wanted = "characters[2]: character 'AKIRA' listed again; merged into characters[0]"
+    assert result.repairs == [
+        "screenplay cast: characters[2].name: trimmed the spaces around ' AKIRA\\u3000'",
+        f"screenplay cast: {wanted}",
+        "screenplay script: panels[1].characters[1]: character 'mei' listed again; merged into "
+        "panels[1].characters[0]",
+    ]
+    assert any(r.levelname == "INFO" and wanted in r.message for r in caplog.records)
+    assert result.attempts[0].problems == [] and result.attempts[0].repairs[1] == wanted
+
+
+def test_padded_strings_are_trimmed_and_props_listed_twice_once():
+    padded = script(["p1", "p1", "p2", "p3"])
+    padded["title"] = "  The Last Train \n"
+    padded["panels"][0]["props"] = ["umbrella", " Umbrella ", "ticket"]
+    padded["panels"][0]["expression"] = "   "
+    llm = FakeScriptedLLM(CAST, padded)
+    result = write_screenplay(llm, CHAPTER, panels=3, dialogue=4)
+    assert len(result.attempts) == 2
+    sp = result.screenplay
+    assert sp.title == "The Last Train"
+    assert sp.panels[0].props == ["umbrella", "ticket"] and sp.panels[0].expression == ""
+    assert "screenplay script: title: trimmed the spaces around '  The Last Train \\n'" in result.repairs
+    assert "screenplay script: panels[0].props[1]: prop 'Umbrella' listed again; merged into " \
+        "panels[0].props[0]" in result.repairs  # fmt: skip
+
+
+def test_a_repeated_name_that_needs_judgment_is_still_retried():
+    """Two entries with one id but different names cannot be merged: the id gets a suffix (the
+    script has no references yet), and only a blank name goes back to the model."""
+    bad = copy.deepcopy(CAST)
+    bad["characters"][1]["name"] = " "
     llm = FakeScriptedLLM(bad, CAST, script(["p1", "p1", "p2", "p3"]))
     result = write_screenplay(llm, CHAPTER, panels=3, dialogue=4)
     assert [a.call for a in result.attempts] == ["screenplay cast"] * 2 + ["screenplay script"]
     feedback = llm.calls[1]["messages"][-1]["content"]
-    assert "characters[1].name:" in feedback and "list each character once" in feedback
+    assert "characters[1].name: is blank; give the name as the chapter writes it" in feedback
 
 
 def test_a_script_referring_to_unknown_ids_is_retried():
@@ -381,7 +422,7 @@ def test_a_blank_line_is_retried():
     bad["dialogue"][2]["line"] = "  "
     llm = FakeScriptedLLM(CAST, bad, script(["p1", "p1", "p2", "p3"]))
     write_screenplay(llm, CHAPTER, panels=3, dialogue=4)
-    assert "dialogue[2].line: is blank" in llm.calls[2]["messages"][-1]["content"]
+    assert "dialogue[2].line: is blank; write the words" in llm.calls[2]["messages"][-1]["content"]
 
 
 def test_a_failing_script_call_reports_the_cast_attempts_too():

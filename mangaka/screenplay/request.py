@@ -94,7 +94,9 @@ class ScreenplayRequest:
         if isinstance(self.sampling, str):
             sampling_settings(self.sampling, self.seed)
         elif not isinstance(self.sampling, Sampling):
-            raise InputError(f"sampling must be a preset name or Sampling, got {type(self.sampling).__name__}")
+            raise InputError(
+                f"sampling must be a preset name or Sampling, got {type(self.sampling).__name__}"
+            )
 
     @property
     def sampling_settings(self) -> Sampling:

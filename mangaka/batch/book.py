@@ -13,13 +13,14 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..chapters import Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
 from ..fileio import write_atomic
 from ..llm.base import LLM
 from ..screenplay import write_screenplay
+from ..screenplay.request import ScreenplayRequest, check_chapter
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,29 @@ class BookResult:
         return not self.failed
 
 
+class Selection(NamedTuple):
+    """The chapters to write, and how many the book has (for the width of the file numbers)."""
+
+    chapters: list[Chapter]
+    total: int
+
+
+def select_chapters(book: Path, chapters: str | None = None, *, max_chars: int = 20000) -> Selection:
+    """The book's chapters that ``chapters`` (e.g. ``"3-7"``, default all) selects; ``InputError``
+    for a book with nothing to adapt or a range outside it. Reads the file, loads no model."""
+    text = read_book(book)
+    try:
+        check_chapter(text, f"book {book}")
+    except InputError as exc:  # the same refusal, with the fix a book needs
+        why = str(exc).rsplit(": ", 1)[0]
+        raise InputError(f"{why}: give a text file with the book's chapters") from None
+    found = split_chapters(text, max_chars=max_chars)
+    if not found:
+        raise InputError(f"book {book} has no text: give a book file with its chapters in it")
+    selected = set(parse_range(chapters, len(found))) if chapters else {c.number for c in found}
+    return Selection([c for c in found if c.number in selected], len(found))
+
+
 def write_book(
     llm: LLM,
     book: Path,
@@ -43,21 +67,26 @@ def write_book(
     concurrency: int = 1,
     chapters: str | None = None,
     max_chars: int = 20000,
+    request: ScreenplayRequest | None = None,
+    selection: Selection | None = None,
     **screenplay: Any,
 ) -> BookResult:
-    """Every selected chapter's screenplay, ``concurrency`` at a time; see the module docstring."""
+    """Every selected chapter's screenplay, ``concurrency`` at a time; see the module docstring.
+
+    ``request`` (or its options, ``**screenplay``) applies to every chapter; it is checked once,
+    before any chapter is written. ``selection``: ``select_chapters(book, chapters)`` already
+    made (the book is not read again)."""
     if concurrency < 1:
         raise InputError(f"concurrency must be at least 1, got {concurrency}")
-    found = split_chapters(read_book(book), max_chars=max_chars)
-    if not found:
-        raise InputError(f"{book} has no text")
-    selected = set(parse_range(chapters, len(found))) if chapters else {c.number for c in found}
-    width = max(2, len(str(len(found))))
+    if request is None:
+        request = ScreenplayRequest(**screenplay)
+    elif screenplay:
+        raise TypeError(f"give either a request or its options, not both ({', '.join(screenplay)})")
+    selected, total = selection or select_chapters(book, chapters, max_chars=max_chars)
+    width = max(2, len(str(total)))
     result = BookResult()
     todo: list[tuple[Chapter, Path]] = []
-    for chapter in found:
-        if chapter.number not in selected:
-            continue
+    for chapter in selected:
         path = out / f"{chapter.slug(width)}.json"
         if path.exists():
             result.skipped.append(path)
@@ -66,7 +95,7 @@ def write_book(
 
     def one(item: tuple[Chapter, Path]) -> Path:
         chapter, path = item
-        done = write_screenplay(llm, chapter.text, **screenplay)
+        done = write_screenplay(llm, chapter.text, request)
         data = done.screenplay.model_dump(mode="json")
         if done.thinking:  # the plan first: a screenplay on disk always has its plan beside it
             write_atomic(path.with_suffix(".thinking.txt"), done.thinking + "\n")

@@ -98,8 +98,8 @@ class LoadOptions:
 
     def __post_init__(self) -> None:
         _check_whole("context (n_ctx)", self.n_ctx, N_CTX_RANGE, " tokens")
-        _check_whole("gpu_layers (n_gpu_layers)", self.n_gpu_layers, N_GPU_LAYERS_RANGE, "; -1 = all")
-        _check_whole("threads (n_threads)", self.n_threads, N_THREADS_RANGE, "; 0 = every core")
+        _check_whole("gpu_layers (n_gpu_layers)", self.n_gpu_layers, N_GPU_LAYERS_RANGE, " (-1 = all)")
+        _check_whole("threads (n_threads)", self.n_threads, N_THREADS_RANGE, " (0 = every core)")
         _check_whole("batch (n_batch)", self.n_batch, N_BATCH_RANGE, " tokens")
         if not isinstance(self.flash_attn, str) or self.flash_attn not in FLASH_ATTN_MODES:
             raise InputError(

@@ -1,0 +1,396 @@
+"""From command-line arguments to a run, with every input checked before any model loads.
+
+``write``, ``demo`` and ``book`` build their runs here, so an option means the same in each:
+
+- ``request_from_args(args)``: the ``ScreenplayRequest`` (``--panels --dialogue --language
+  --sampling --seed --attempts --think``);
+- ``load_options_from_args(args)``: the ``LoadOptions`` (``--ctx --gpu-layers --threads
+  --flash-attn``), and ``check_lora_scale`` for ``--lora-scale``;
+- ``check_output_file`` / ``check_output_folder``: the output's folder exists and can be written,
+  and no output is one of the inputs (``-o chapter.txt`` would overwrite the chapter);
+- ``check_model_args(args, model)``: the model's (and LoRA's) GGUF header, read without loading;
+- ``open_llm(args, model)``: the LLM, in-process (``--model``) or remote (``book --remote``).
+
+``prepare_write`` runs the checks in order (options, chapter, outputs, model header) and only
+then does ``open_llm`` load the model: a bad input costs well under a second, never a model load.
+Every refusal is an ``InputError`` (or ``ModelFileError``/``LoraError``) naming the option as it
+is typed on the command line and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .batch.book import Selection, select_chapters
+from .errors import InputError
+from .llm.base import LLM
+from .llm.inprocess import LoadOptions, check_lora_scale
+from .screenplay.models import Screenplay
+from .screenplay.request import ScreenplayRequest, check_chapter, check_count
+
+log = logging.getLogger("mangaka")
+
+MAX_CONCURRENCY = 64  # as the Remote LLM node
+# The engine's names for a value → the option that sets it, to name the option in a message.
+REQUEST_FLAGS = {
+    "panels": "--panels",
+    "dialogue": "--dialogue",
+    "max_attempts": "--attempts",
+    "think_tokens": "--think",
+    "seed": "--seed",
+    "sampling preset": "--sampling",
+    "language": "--language",
+}
+LOAD_FLAGS = {
+    "context (n_ctx)": "--ctx",
+    "gpu_layers (n_gpu_layers)": "--gpu-layers",
+    "threads (n_threads)": "--threads",
+    "flash_attn": "--flash-attn",
+}
+STORYBOARD_SUFFIX = ".storyboard"
+
+
+def _as_option(exc: InputError, flags: Mapping[str, str]) -> InputError:
+    """``exc`` with the engine's name for the value replaced by the option that sets it."""
+    text = str(exc)
+    for name, flag in flags.items():
+        if text.startswith(name + " "):
+            return InputError(flag + text[len(name) :])
+    return exc
+
+
+def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
+    """The screenplay options of ``write``, ``demo`` or ``book``, checked."""
+    try:
+        return ScreenplayRequest(
+            language=args.language,
+            panels=args.panels,
+            dialogue=args.dialogue,
+            sampling=args.sampling,
+            seed=args.seed,
+            max_attempts=args.attempts,
+            think_tokens=args.think,
+        )
+    except InputError as exc:
+        raise _as_option(exc, REQUEST_FLAGS) from None
+
+
+def load_options_from_args(args: argparse.Namespace) -> LoadOptions:
+    """How to load ``--model``, checked (``--lora-scale`` too, though it is applied after load)."""
+    check_lora_scale(args.lora_scale, "--lora-scale")
+    try:
+        return LoadOptions(
+            n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, flash_attn=args.flash_attn
+        )
+    except InputError as exc:
+        raise _as_option(exc, LOAD_FLAGS) from None
+
+
+# ------------------------------------------------------------------------------------- paths
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def _check_writable_folder(folder: Path, flag: str, output: Path, *, may_create: bool) -> None:
+    """``folder`` is a folder this process can write into (or, with ``may_create``, can create)."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        if not may_create:
+            raise InputError(
+                f"{flag} {output}: the folder {folder} does not exist; create it first "
+                f"(mkdir -p {folder}) or give a path in an existing folder"
+            )
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"{flag} {output}: {probe} is a file, not a folder; give a path in a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(
+            f"{flag} {output}: the folder {probe} is not writable by this user; "
+            "give a path in a folder you can write to"
+        )
+
+
+def _check_not_an_input(outputs: Mapping[str, Path], inputs: Mapping[str, Path | None], flag: str) -> None:
+    for what, path in outputs.items():
+        for name, source in inputs.items():
+            if source is not None and _same_file(path, source):
+                where = f"{flag} {path}" if what == "output" else f"the {what} {path} (named after {flag})"
+                raise InputError(
+                    f"{where} is {name} {source}: writing it would overwrite {name}; "
+                    f"give {flag} another file name"
+                )
+
+
+def check_output_file(
+    output: Path,
+    inputs: Mapping[str, Path | None],
+    *,
+    derived: Mapping[str, Path] | None = None,
+    flag: str = "-o",
+) -> Path:
+    """Refuse an output file that cannot be written or that is one of ``inputs`` (by name → path).
+
+    ``derived``: the files written beside it (the plan, the storyboard), checked against the
+    inputs too. Returns ``output``."""
+    if output.is_dir():
+        raise InputError(
+            f"{flag} {output} is a folder; give a file name in it, e.g. {output / 'chapter.screenplay.json'}"
+        )
+    _check_writable_folder(output.parent, flag, output, may_create=False)
+    _check_not_an_input({"output": output, **(derived or {})}, inputs, flag)
+    return output
+
+
+def check_output_folder(folder: Path, inputs: Mapping[str, Path | None], *, flag: str = "-o") -> Path:
+    """Refuse an output folder that is a file, or that cannot be made or written."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{flag} {folder} is a file, not a folder; give a folder for the screenplays")
+    _check_writable_folder(folder, flag, folder, may_create=True)
+    _check_not_an_input({"output": folder}, inputs, flag)
+    return folder
+
+
+def storyboard_path(output: Path, page: int = 1) -> Path:
+    """The storyboard picture beside the screenplay ``output``: ``X.json`` and
+    ``X.screenplay.json`` both give ``X.storyboard.png``; page 2 on: ``X.storyboard-2.png``."""
+    stem = output.name
+    for suffix in (".json", ".screenplay"):
+        if stem.lower().endswith(suffix) and len(stem) > len(suffix):
+            stem = stem[: -len(suffix)]
+    number = "" if page == 1 else f"-{page}"
+    return output.with_name(f"{stem}{STORYBOARD_SUFFIX}{number}.png")
+
+
+def thinking_path(output: Path) -> Path:
+    """The plan beside the screenplay ``output`` (``--think``)."""
+    return output.with_suffix(".thinking.txt")
+
+
+def storyboard_page_count(panels: int) -> int:
+    from .page.layout import LayoutOptions, page_sizes
+
+    return len(page_sizes(panels, LayoutOptions().panels_per_page))
+
+
+# ------------------------------------------------------------------------------------- model
+
+
+def read_chapter(path: Path) -> str:
+    """A chapter file's text (UTF-8, UTF-16 with a BOM or GB18030), refused when there is nothing
+    to adapt in it."""
+    from .chapters import read_book
+
+    if path.is_dir():
+        raise InputError(f"chapter {path} is a folder; give a text file with the chapter")
+    return check_chapter(read_book(path), f"chapter file {path}")
+
+
+def check_model_args(args: argparse.Namespace, model: Path) -> None:
+    """``model`` (and ``--lora``) are GGUF files llama.cpp can load: their headers only are read."""
+    from .llm.inprocess import check_lora_file, check_model_file
+
+    info = check_model_file(model)
+    if args.lora is not None:
+        check_lora_file(args.lora, info.architecture, model.name)
+
+
+def open_llm(args: argparse.Namespace, model: Path | None = None) -> LLM:
+    """The LLM the arguments name: ``model`` (default ``--model``) loaded in-process, with
+    ``--lora`` at ``--lora-scale``, or ``--remote`` (``book``). Loading is the slow part: check first."""
+    if getattr(args, "remote", None):
+        from .llm.openai import OpenAICompatibleLLM
+
+        return OpenAICompatibleLLM(
+            args.remote, args.remote_model, api_key_env=args.api_key_env, concurrency=args.concurrency
+        )
+    from .llm import inprocess
+
+    model = model or args.model
+    llm = inprocess.LlamaCppLLM(model, load_options_from_args(args), args.lora, args.lora_scale)
+    log.info("model: %s", llm.model.report())
+    return llm
+
+
+# ------------------------------------------------------------------------------------- write
+
+
+def derived_outputs(output: Path, request: ScreenplayRequest, *, storyboard: bool) -> dict[str, Path]:
+    """The files a ``write``/``demo`` run writes beside the screenplay ``output``, by what they are."""
+    derived = {"plan file": thinking_path(output)} if request.think_tokens else {}
+    if storyboard:
+        for n in range(1, storyboard_page_count(request.panels) + 1):
+            derived["storyboard picture" if n == 1 else f"storyboard page {n}"] = storyboard_path(output, n)
+    return derived
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """One checked ``write`` or ``demo`` run: what to read, ask, load and write."""
+
+    chapter_path: Path
+    chapter: str
+    request: ScreenplayRequest
+    model: Path
+    output: Path
+    storyboard: bool = False
+
+
+def prepare_write(
+    args: argparse.Namespace,
+    chapter_path: Path,
+    model: Path | None,
+    *,
+    output: Path,
+    storyboard: bool = False,
+    default_model: Callable[[], Path] | None = None,
+) -> WritePlan:
+    """Every check of a ``write``/``demo`` run, in order, none of them loading a model: the
+    options, the chapter, the outputs, then the model's header. ``default_model()`` gives the
+    model when ``model`` is None (the demo's toy model)."""
+    request = request_from_args(args)
+    load_options_from_args(args)
+    chapter = read_chapter(chapter_path)
+    derived = derived_outputs(output, request, storyboard=storyboard)
+    check_output_file(
+        output, {"the chapter": chapter_path, "the model": model, "the LoRA": args.lora}, derived=derived
+    )
+    if model is None:
+        if default_model is None:
+            raise InputError("--model is missing: give the GGUF model file")
+        model = default_model()
+        check_output_file(output, {"the model": model}, derived=derived)
+    check_model_args(args, model)
+    return WritePlan(chapter_path, chapter, request, model, output, storyboard)
+
+
+class ProgressLog:
+    """Logs generation progress every 10% of the token budget."""
+
+    def __init__(self) -> None:
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        step = (10 * done) // max(total, 1)
+        if step != self.last:
+            self.last = step
+            log.info("generating: %d / %d tokens (budget)", done, total)
+
+
+def save_storyboard(screenplay: Screenplay, output: Path) -> list[Path]:
+    """The screenplay's storyboard page(s), lettered, as ``storyboard_path(output, n)`` PNGs."""
+    from .page.render import compose_pages, save_page
+    from .page.storyboard import render_storyboard
+
+    composed = compose_pages(screenplay, render_storyboard(screenplay, 768, 768))
+    for problem in composed.problems:
+        log.warning("storyboard: %s", problem)
+    return [save_page(page, storyboard_path(output, n)) for n, page in enumerate(composed.pages, 1)]
+
+
+def run_write(llm: LLM, plan: WritePlan) -> list[Path]:
+    """Write the screenplay (and its plan, and its storyboard when asked); the files written,
+    the screenplay first."""
+    from .fileio import write_atomic
+    from .screenplay import write_screenplay
+
+    result = write_screenplay(llm, plan.chapter, plan.request, on_progress=ProgressLog())
+    screenplay = result.screenplay
+    text = json.dumps(screenplay.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+    if result.thinking:  # the plan first: a screenplay on disk always has its plan beside it
+        write_atomic(thinking_path(plan.output), result.thinking + "\n")
+    write_atomic(plan.output, text)
+    log.info(
+        "wrote %s: %d characters, %d dialogue lines, %d panels",
+        plan.output,
+        len(screenplay.characters),
+        len(screenplay.dialogue),
+        len(screenplay.panels),
+    )
+    written = [plan.output]
+    if plan.storyboard:
+        pictures = save_storyboard(screenplay, plan.output)
+        log.info("wrote the storyboard: %s", ", ".join(str(p) for p in pictures))
+        written += pictures
+    return written
+
+
+# -------------------------------------------------------------------------------------- book
+
+
+@dataclass(frozen=True)
+class BookPlan:
+    """One checked ``book`` run."""
+
+    request: ScreenplayRequest
+    out: Path
+    concurrency: int
+    selection: Selection
+
+
+def prepare_book(args: argparse.Namespace) -> BookPlan:
+    """Every check of a ``book`` run, none of them loading a model (a remote handle checks its
+    URL and key name when ``open_llm`` makes it, calling nothing)."""
+    if bool(args.model) == bool(args.remote):
+        raise InputError("give either --model FILE.gguf or --remote URL (one of them)")
+    if args.remote and args.lora is not None:
+        raise InputError("--lora works with --model only; a --remote server attaches its own adapters")
+    request = request_from_args(args)
+    concurrency = check_count("--concurrency", args.concurrency, 1, MAX_CONCURRENCY)
+    if args.model:
+        load_options_from_args(args)
+    if args.book.is_dir():
+        raise InputError(f"book {args.book} is a folder; give the book's text file")
+    selection = select_chapters(args.book, args.chapters)
+    check_output_folder(args.out, {"the book": args.book, "the model": args.model, "the LoRA": args.lora})
+    if args.model:
+        check_model_args(args, args.model)
+    return BookPlan(request, args.out, concurrency, selection)
+
+
+def run_book(llm: LLM, args: argparse.Namespace, plan: BookPlan) -> int:
+    """Write every selected chapter's screenplay; prints the files written and the failures."""
+    from .batch.book import write_book
+
+    result = write_book(
+        llm, args.book, plan.out, concurrency=plan.concurrency, request=plan.request, selection=plan.selection
+    )
+    for path in result.written:
+        sys.stdout.write(f"{path}\n")
+    for number, why in sorted(result.failed.items()):
+        sys.stdout.write(f"chapter {number} failed: {why}\n")
+    if result.skipped:
+        log.info("%d chapters were written already and were skipped", len(result.skipped))
+    return 0 if result.ok else 1
+
+
+__all__ = [
+    "BookPlan",
+    "WritePlan",
+    "check_model_args",
+    "check_output_file",
+    "check_output_folder",
+    "load_options_from_args",
+    "open_llm",
+    "prepare_book",
+    "prepare_write",
+    "read_chapter",
+    "request_from_args",
+    "run_book",
+    "run_write",
+    "save_storyboard",
+    "storyboard_path",
+]

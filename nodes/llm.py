@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 
+import folder_paths
 from comfy_api.latest import io, ui
 
 from ..mangaka.errors import MangakaError
@@ -15,6 +17,7 @@ from ..mangaka.llm.inprocess import (
     LlamaCppLLM,
     LoadOptions,
     check_lora_file,
+    check_lora_scale,
     check_model_file,
 )
 from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
@@ -73,17 +76,39 @@ class LoadLLM(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, model: str | None = None, lora: str | None = None, **_kw) -> bool | str:
-        if model is not None and (msg := _comfy.missing_file_message(_comfy.LLM_FOLDER, model)):
+    def validate_inputs(
+        cls,
+        model: str | None = None,
+        context: int | None = None,
+        gpu_layers: int | None = None,
+        threads: int | None = None,
+        flash_attention: str | None = None,
+        lora: str | None = None,
+        lora_strength: float | None = None,
+        **_kw,
+    ) -> bool | str:
+        # Widget values arrive here (a linked input is None): with **_kw ComfyUI leaves every
+        # range check to this method, so the options are built (and checked) here too.
+        try:
+            if None not in (context, gpu_layers, threads, flash_attention):
+                LoadOptions(
+                    n_ctx=context, n_gpu_layers=gpu_layers, n_threads=threads, flash_attn=flash_attention
+                )
+            if lora_strength is not None:
+                check_lora_scale(lora_strength, "lora_strength")
+        except MangakaError as exc:
+            return f"Load LLM: {exc}"
+        has_lora = lora not in (None, _comfy.NONE)
+        if model is not None and (msg := _file_message(_comfy.LLM_FOLDER, model)):
             return f"Load LLM: model {msg}"
-        if lora not in (None, _comfy.NONE) and (msg := _comfy.missing_file_message(_comfy.LORA_FOLDER, lora)):
+        if has_lora and (msg := _file_message(_comfy.LORA_FOLDER, lora)):
             return f"Load LLM: LoRA {msg}"
         if model is None:
             return True
         # Read the GGUF headers now, so a wrong file is a 400 before the queue runs.
         try:
             info = check_model_file(_comfy.full_path(_comfy.LLM_FOLDER, model))
-            if lora not in (None, _comfy.NONE):
+            if has_lora:
                 check_lora_file(_comfy.full_path(_comfy.LORA_FOLDER, lora), info.architecture, model)
         except MangakaError as exc:
             return f"Load LLM: {exc}"
@@ -115,6 +140,14 @@ class LoadLLM(io.ComfyNode):
             )
         report = llm.model.report() + (f"; LoRA {lora} at {lora_strength:g}" if lora_path else "")
         return io.NodeOutput(llm, report)
+
+
+def _file_message(folder: str, name: str) -> str | None:
+    """Why ``name`` is not a file in the model ``folder`` (a folder of that name says so); None if it is."""
+    for root in folder_paths.get_folder_paths(folder):
+        if os.path.isdir(os.path.join(root, name)):
+            return f"{name} is a folder, not a GGUF file; choose the .gguf file inside it"
+    return _comfy.missing_file_message(folder, name)
 
 
 class RemoteLLM(io.ComfyNode):

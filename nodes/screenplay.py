@@ -6,11 +6,12 @@ import json
 
 from comfy_api.latest import io, ui
 
+from ..mangaka.errors import InputError
 from ..mangaka.fileio import write_atomic
-from ..mangaka.llm.base import PRESETS, sampling_preset
+from ..mangaka.llm.base import PRESETS
 from ..mangaka.screenplay import write_screenplay
-from ..mangaka.screenplay.request import MAX_THINK_TOKENS
 from ..mangaka.screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
+from ..mangaka.screenplay.request import MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
 from . import _comfy
 from .llm import LLM
 
@@ -73,9 +74,28 @@ class Screenwriter(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, chapter: str | None = None, **_kw) -> bool | str:
-        if chapter is not None and not chapter.strip():
-            return "Screenwriter: the chapter is empty; paste the chapter text or connect a text node"
+    def validate_inputs(
+        cls,
+        chapter: str | None = None,
+        language: str | None = None,
+        panels: int | None = None,
+        dialogue_lines: int | None = None,
+        max_characters: int | None = None,
+        sampling: str | None = None,
+        seed: int | None = None,
+        max_attempts: int | None = None,
+        think_tokens: int | None = None,
+        **_kw,
+    ) -> bool | str:
+        # Widget values arrive here; a linked input is None until it runs.
+        try:
+            if chapter is not None:
+                check_chapter(chapter, "the chapter")
+            values = (language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts)
+            if all(v is not None for v in values):
+                _request(*values, think_tokens or 0)
+        except InputError as exc:
+            return f"Screenwriter: {exc}"
         return True
 
     @classmethod
@@ -92,22 +112,44 @@ class Screenwriter(io.ComfyNode):
         max_attempts: int,
         think_tokens: int = 0,
     ) -> io.NodeOutput:
+        request = _request(
+            language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens
+        )
         with _comfy.comfy_interrupts():
             result = write_screenplay(
-                llm,
-                chapter,
-                language=language,
-                panels=panels,
-                dialogue=dialogue_lines,
-                max_characters=max_characters,
-                sampling=sampling_preset(sampling).replace(seed=seed),
-                max_attempts=max_attempts,
-                think_tokens=think_tokens,
-                on_progress=_comfy.progress(),
-                cancel=_comfy.cancel_requested(),
+                llm, chapter, request, on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()
             )
         data = result.screenplay.model_dump(mode="json")
         return io.NodeOutput(data, json.dumps(data, ensure_ascii=False, indent=2), result.thinking)
+
+
+def _request(
+    language: str,
+    panels: int,
+    dialogue_lines: int,
+    max_characters: int,
+    sampling: str,
+    seed: int,
+    max_attempts: int,
+    think_tokens: int,
+) -> ScreenplayRequest:
+    """The node's widgets as a checked request; a message names the widget, not the engine's field."""
+    try:
+        return ScreenplayRequest(
+            language=language,
+            panels=panels,
+            dialogue=dialogue_lines,
+            max_characters=max_characters,
+            sampling=sampling,
+            seed=seed,
+            max_attempts=max_attempts,
+            think_tokens=think_tokens,
+        )
+    except InputError as exc:
+        text = str(exc)
+        if text.startswith("dialogue "):
+            raise InputError("dialogue_lines" + text[len("dialogue") :]) from None
+        raise
 
 
 class SaveScreenplay(io.ComfyNode):

@@ -195,7 +195,9 @@ def read_chapter(path: Path) -> str:
     from .chapters import read_book
 
     if path.is_dir():
-        raise InputError(f"chapter {path} is a folder; give a text file with the chapter")
+        raise InputError(f"chapter file {path} is a folder; give a text file with the chapter")
+    if not path.exists():
+        raise InputError(f"chapter file {path} not found; give the path of a text file with the chapter")
     return check_chapter(read_book(path), f"chapter file {path}")
 
 

@@ -291,6 +291,17 @@ def test_a_chapter_with_nothing_to_adapt_is_refused(command, kind, files, tmp_pa
 
 
 @pytest.mark.parametrize("command", ["write", "demo"])
+def test_a_missing_or_folder_chapter_is_named(command, files, tmp_path, caplog):
+    for chapter, message in [(tmp_path / "nope.txt", "not found"), (tmp_path, "is a folder")]:
+        line = argv(command, files, tmp_path)
+        if command == "write":
+            line[1] = str(chapter)
+        else:
+            line += ["--chapter", str(chapter)]
+        refused(line, caplog, f"chapter file {chapter}", message)
+
+
+@pytest.mark.parametrize("command", ["write", "demo"])
 def test_outputs_that_would_overwrite_the_chapter_are_refused(command, files, tmp_path, caplog):
     chapter = tmp_path / "ch.txt"
     chapter.write_text(DEMO_CHAPTER.read_text(encoding="utf-8"), encoding="utf-8")
@@ -328,6 +339,14 @@ def test_an_output_folder_that_cannot_be_used_is_refused(command, files, tmp_pat
         missing = tmp_path / "no-such-folder" / name
         refused(argv(command, files, tmp_path, out=missing), caplog, "does not exist", "mkdir -p")
         refused(argv(command, files, tmp_path, out=tmp_path), caplog, "is a folder; give a file name")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_folder_this_user_cannot_write_is_refused(command, files, tmp_path, caplog, monkeypatch):
+    """As root every folder is writable, so the permission answer is made up here (see below)."""
+    monkeypatch.setattr(cli_run.os, "access", lambda path, mode: Path(path) != tmp_path)
+    name = "screenplays" if command == "book" else "out.json"
+    refused(argv(command, files, tmp_path, out=tmp_path / name), caplog, f"{tmp_path} is not writable")
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root may write anywhere")

@@ -552,9 +552,12 @@ def demo_run(threads: int) -> dict[str, Any]:
     ``--threads`` is the bench's, which defaults to every core like the demo's own default.
     """
     with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "mangaka", "demo", "--threads", str(threads)]
+        out = Path(tmp) / "demo.screenplay.json"
+        command = [sys.executable, "-m", "mangaka", "demo", "--threads", str(threads), "-o", str(out)]
         started = time.perf_counter()
-        run = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=1800)
+        run = subprocess.run(
+            command, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=1800
+        )
         seconds = time.perf_counter() - started
         if run.returncode != 0:
             tail = run.stderr.strip().splitlines()[-1:] or ["(no output)"]

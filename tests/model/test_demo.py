@@ -99,14 +99,15 @@ def test_the_demo_over_seeds_and_thread_counts(threads, tmp_path):
     """Seeds 0–9 at each thread count: every run writes a valid screenplay and its storyboard page."""
     failed = []
     for seed in range(10):
-        out = tmp_path / f"seed{seed}"
-        out.mkdir()
+        out = tmp_path / f"seed{seed}" / "demo.screenplay.json"
+        out.parent.mkdir()
         run = subprocess.run(
-            [sys.executable, "-m", "mangaka", "demo", "--seed", str(seed), "--threads", str(threads)],
-            cwd=out, capture_output=True, text=True, timeout=600,
+            [sys.executable, "-m", "mangaka", "demo", "--seed", str(seed), "--threads", str(threads),
+             "-o", str(out)],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         if run.returncode != 0:
             failed.append(f"seed {seed}: {run.stderr.strip().splitlines()[-1:]}")
             continue
-        assert_demo_outputs(run.stdout, out)
+        assert_demo_outputs(run.stdout, ROOT)
     assert not failed, f"demo failed at {threads} threads: " + "; ".join(failed)

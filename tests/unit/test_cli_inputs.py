@@ -199,6 +199,13 @@ def test_demo_writes_its_screenplay_and_storyboard_in_the_current_folder(
         str(tmp_path / "mine.storyboard.png"),
     ]
 
+    mine = tmp_path / "w.json"  # write draws it when asked, and prints nothing
+    assert (
+        main(["write", str(DEMO_CHAPTER), "--model", str(files["model"]), "-o", str(mine), "--storyboard"])
+        == 0
+    )
+    assert (tmp_path / "w.storyboard.png").is_file() and capsys.readouterr().out == ""
+
 
 @pytest.mark.parametrize(
     ("output", "page", "picture"),

@@ -315,13 +315,7 @@ def run_write(llm: LLM, plan: WritePlan) -> list[Path]:
     if result.thinking:  # the plan first: a screenplay on disk always has its plan beside it
         write_atomic(thinking_path(plan.output), result.thinking + "\n")
     write_atomic(plan.output, text)
-    log.info(
-        "wrote %s: %d characters, %d dialogue lines, %d panels",
-        plan.output,
-        len(screenplay.characters),
-        len(screenplay.dialogue),
-        len(screenplay.panels),
-    )
+    log.info("wrote %s: %s", plan.output, result.summary())
     written = [plan.output]
     if plan.storyboard:
         pictures = save_storyboard(screenplay, plan.output)

@@ -70,6 +70,10 @@ class Screenwriter(io.ComfyNode):
                 SCREENPLAY.Output(display_name="screenplay"),
                 io.String.Output(display_name="json"),
                 io.String.Output(display_name="thinking"),
+                io.String.Output(
+                    display_name="report",
+                    tooltip="Counts, tries, tokens, and every repair made without asking the model again",
+                ),
             ],
         )
 
@@ -120,7 +124,8 @@ class Screenwriter(io.ComfyNode):
                 llm, chapter, request, on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()
             )
         data = result.screenplay.model_dump(mode="json")
-        return io.NodeOutput(data, json.dumps(data, ensure_ascii=False, indent=2), result.thinking)
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+        return io.NodeOutput(data, text, result.thinking, result.report())
 
 
 def _request(

@@ -100,9 +100,9 @@ def write_book(
         if done.thinking:  # the plan first: a screenplay on disk always has its plan beside it
             write_atomic(path.with_suffix(".thinking.txt"), done.thinking + "\n")
         write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-        log.info(
-            "chapter %d (%s): %d panels → %s", chapter.number, chapter.title, len(data["panels"]), path.name
-        )
+        log.info("chapter %d (%s) → %s: %s", chapter.number, chapter.title, path.name, done.summary())
+        for repair in done.repairs:
+            log.info("chapter %d: repaired %s", chapter.number, repair)
         return path
 
     with concurrent.futures.ThreadPoolExecutor(

@@ -72,6 +72,20 @@ class ScreenplayResult:
         """What was fixed without asking the model, in the accepted tries: ``"<call>: <path>: <change>"``."""
         return [f"{a.call}: {r}" for a in self.attempts if not a.problems for r in a.repairs]
 
+    def summary(self) -> str:
+        """One line: what was written, in how many tries, with how many repairs."""
+        sp = self.screenplay
+        retried = sum(1 for a in self.attempts if a.problems)
+        return (
+            f"{len(sp.characters)} characters, {len(sp.dialogue)} lines, {len(sp.panels)} panels; "
+            f"{len(self.attempts)} tries ({retried} retried), {len(self.repairs)} repairs, "
+            f"{self.usage.completion_tokens} tokens generated"
+        )
+
+    def report(self) -> str:
+        """The summary, then each repair on a line of its own (the Screenwriter node's report)."""
+        return "\n".join([self.summary(), *(f"repaired {r}" for r in self.repairs)])
+
 
 def _check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
     if not 1 <= len(cast) <= MAX_CHARACTERS:
@@ -334,13 +348,6 @@ def write_screenplay(
         raise
     attempts += tries
     _add_usage(usage, attempts)
-    screenplay = assemble_screenplay(script, characters, language)
-    logger.info(
-        "screenplay: %d characters, %d lines, %d panels in %d tries (%d tokens generated)",
-        len(characters),
-        len(screenplay.dialogue),
-        len(screenplay.panels),
-        len(attempts),
-        usage.completion_tokens,
-    )
-    return ScreenplayResult(screenplay, attempts, usage, plan)
+    result = ScreenplayResult(assemble_screenplay(script, characters, language), attempts, usage, plan)
+    logger.info("screenplay: %s", result.summary())
+    return result

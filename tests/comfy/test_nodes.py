@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -114,6 +115,17 @@ def test_screenwriter_plans_first_when_asked_and_outputs_the_thinking(server):
     assert result.status == "success", result.describe()
     assert "".join(result.outputs["4"]["text"]).strip()  # the random model's plan: noise, but there
     assert server.object_info("MangakaScreenwriter")["output_name"][2] == "thinking"
+
+
+def test_screenwriter_reports_its_tries_and_repairs(server):
+    prompt = workflow(panels=1, dialogue=1)
+    prompt["4"] = {"class_type": "PreviewAny", "inputs": {"source": ["2", 3]}}  # report
+    result = server.run_prompt(prompt, timeout=300)
+    assert result.status == "success", result.describe()
+    report = "".join(result.outputs["4"]["text"])
+    expected = r"\d+ characters, 1 lines, 1 panels; \d+ tries \(\d+ retried\), \d+ repairs"
+    assert re.match(expected, report), report
+    assert server.object_info("MangakaScreenwriter")["output_name"][3] == "report"
 
 
 def test_save_never_overwrites(server):

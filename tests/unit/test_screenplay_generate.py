@@ -114,6 +114,22 @@ def test_not_json_is_a_problem_with_its_position():
     assert attempts[1].problems == ["the reply is empty; it must be one JSON object"]
 
 
+def test_a_padded_reply_is_repaired_not_retried(caplog):
+    """A user's schema (the Structured Output node): "  Tama  " is 8 characters of a 10 allowed,
+    but the padding is not the cat's name; trimmed, logged, reported, and no second call."""
+    optional = {**SCHEMA, "properties": {**SCHEMA["properties"], "color": {"type": "string", "maxLength": 9}}}
+    llm = FakeScriptedLLM({"name": "  Tama  ", "color": "  "})
+    with caplog.at_level("INFO", logger="mangaka.structured"):
+        data, attempts = generate_json(llm, MESSAGES, optional)
+    assert data == {"name": "Tama"} and len(llm.calls) == 1
+    assert attempts[0].repairs == [
+        "name: trimmed the spaces around '  Tama  '",
+        "color: blank optional value removed",
+    ]
+    assert "output: try 1 repaired name: trimmed the spaces around '  Tama  '" in caplog.text
+    assert "valid on try 1 of 3 after 2 repairs" in caplog.text
+
+
 def test_semantic_validation_runs_after_the_schema():
     seen = []
 

@@ -39,7 +39,7 @@ from ..errors import BackendMissingError, GenerationError
 from .native import import_llama_cpp
 
 if TYPE_CHECKING:
-    from .decode import TokenSampler
+    from .sampler import TokenSampler
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,324 @@
+"""Loading GGUF models into this process with llama-cpp-python, and keeping them loaded.
+
+- ``LoadOptions``: how to load (context, GPU layers, threads, flash attention, batch), checked
+  when built, so a bad option is refused before a model loads;
+- ``check_model_file`` / ``check_lora_file``: a file's GGUF header checked without loading it;
+- ``load_model(path, options)`` returns a cached ``LoadedModel`` (keyed by file and options), so a
+  second run does not reload; ``release_models()`` frees them (hooked to ComfyUI's ``/free``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import InputError, LoraError, MangakaError, ModelFileError
+from .base import CancelFn, ProgressFn
+from .constrain import forget_model
+from .gguf_info import GGUFInfo, read_gguf_info
+from .native import check_architecture, import_llama_cpp
+from .patches import LoadProgress, check_flash_attn, flash_attn_type
+from .prefix import PrefixCache
+
+# The in-process backend's messages keep the one logger name they had before it was split.
+log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
+
+DEFAULT_N_CTX = 32768
+# A ChatML template, used only for models whose GGUF carries none (a warning says so).
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+FlashAttn = Literal["auto", "on", "off"]
+FLASH_ATTN_MODES: tuple[str, ...] = ("auto", "on", "off")
+# The ranges LoadOptions accepts (the Load LLM node's widgets use the same).
+N_CTX_RANGE = (512, 262144)  # Qwen3.5's trained context is 262144
+N_GPU_LAYERS_RANGE = (-1, 1000)  # -1: every layer
+N_THREADS_RANGE = (0, 256)  # 0: every core
+N_BATCH_RANGE = (1, 65536)
+
+
+def _check_whole(label: str, value: Any, bounds: tuple[int, int], meaning: str = "") -> None:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{label} must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise InputError(f"{label} must be from {low} to {high}{meaning}, got {value}")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to load a model. ``n_ctx`` is capped at the model's trained context length.
+
+    Every field is checked at construction (``InputError`` naming it and its range), so a bad
+    option is refused before a model is loaded.
+    """
+
+    n_ctx: int = DEFAULT_N_CTX
+    n_gpu_layers: int = 0  # -1: all layers
+    n_threads: int = 0  # 0: every core (llama-cpp-python's own default is half of them)
+    flash_attn: FlashAttn = "auto"  # llama.cpp decides per device; "on"/"off" force it
+    n_batch: int = 512
+
+    def __post_init__(self) -> None:
+        _check_whole("context (n_ctx)", self.n_ctx, N_CTX_RANGE, " tokens")
+        _check_whole("gpu_layers (n_gpu_layers)", self.n_gpu_layers, N_GPU_LAYERS_RANGE, " (-1 = all)")
+        _check_whole("threads (n_threads)", self.n_threads, N_THREADS_RANGE, " (0 = every core)")
+        _check_whole("batch (n_batch)", self.n_batch, N_BATCH_RANGE, " tokens")
+        if not isinstance(self.flash_attn, str) or self.flash_attn not in FLASH_ATTN_MODES:
+            raise InputError(
+                f"flash_attn must be one of {', '.join(FLASH_ATTN_MODES)}, not {self.flash_attn!r}"
+            )
+
+    def resolved_threads(self) -> int:
+        return self.n_threads if self.n_threads > 0 else (os.cpu_count() or 1)
+
+
+@dataclass
+class LoadedModel:
+    """A loaded llama.cpp model and context; one generation at a time (``lock``)."""
+
+    path: Path
+    info: GGUFInfo
+    options: LoadOptions
+    llama: Any
+    n_ctx: int
+    load_seconds: float
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    adapters: dict[Path, Any] = field(default_factory=dict)  # adapter file → llama_adapter_lora*
+    active_lora: tuple[Path, float] | None = None
+    _abort_flag: list[bool] = field(default_factory=lambda: [False])
+    prefix_cache: PrefixCache = field(default_factory=PrefixCache)
+    _abort_cb: Any = None
+    _formatters: dict[bool, Any] = field(default_factory=dict)
+
+    @property
+    def architecture(self) -> str:
+        return self.info.architecture
+
+    @property
+    def abort_flag(self) -> list[bool]:
+        """The one-element flag llama.cpp's abort callback reads: ``[True]`` stops ``llama_decode``."""
+        return self._abort_flag
+
+    @property
+    def context(self) -> Any:
+        """The native ``llama_context*`` (for LoRA adapters and the abort callback)."""
+        return self.llama._ctx.ctx
+
+    def install_abort_callback(self, llama_cpp: Any) -> None:
+        """Have llama.cpp poll ``abort_flag`` during a decode (the callback is kept alive here)."""
+        self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: self._abort_flag[0])
+        llama_cpp.llama_set_abort_callback(self.context, self._abort_cb, None)
+
+    def chat_formatter(self, generation_prompt: bool = True) -> Any:
+        """The model's chat template as a llama-cpp-python formatter, built once per model and
+        ``generation_prompt`` (ChatML, with a warning, for a model whose GGUF carries none)."""
+        formatters = self._formatters
+        if generation_prompt not in formatters:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = self.llama
+            template = self.info.chat_template
+            if not template:
+                log.warning("%s has no chat template; using ChatML", self.path.name)
+                template = CHATML_TEMPLATE
+            vocab = llama._model
+            eos = llama.detokenize([vocab.token_eos()], special=True).decode(errors="replace")
+            bos_id = vocab.token_bos()
+            bos = llama.detokenize([bos_id], special=True).decode(errors="replace") if bos_id >= 0 else ""
+            formatters[generation_prompt] = Jinja2ChatFormatter(
+                template=template, eos_token=eos, bos_token=bos, add_generation_prompt=generation_prompt
+            )
+        return formatters[generation_prompt]
+
+    def report(self) -> str:
+        return (
+            f"{self.path.name}: {self.architecture}, context {self.n_ctx}"
+            f" (trained {self.info.context_length}), {self.options.resolved_threads()} threads,"
+            f" GPU layers {self.options.n_gpu_layers}, loaded in {self.load_seconds:.2f} s"
+        )
+
+    def close(self) -> None:
+        with self.lock:
+            if self.llama is not None:
+                forget_model(self.llama)  # constrained-decoding tables built for this model
+                self.llama.close()
+                self.llama = None
+                self.adapters.clear()  # adapters are freed with their model
+                self.prefix_cache.clear()
+
+
+_CACHE: OrderedDict[tuple, LoadedModel] = OrderedDict()  # least recently used first
+_CACHE_LOCK = threading.Lock()
+
+
+def max_loaded_models() -> int:
+    """How many models stay loaded at once (``MANGAKA_MAX_LOADED_MODELS``, default 1): loading
+    another frees the least recently used, so switching models never holds two 20 GB files."""
+    raw = os.environ.get("MANGAKA_MAX_LOADED_MODELS", "1")
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        raise MangakaError(f"MANGAKA_MAX_LOADED_MODELS must be a whole number, got {raw!r}") from None
+
+
+def _cache_key(path: Path, options: LoadOptions) -> tuple:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, options)
+
+
+@functools.lru_cache(maxsize=64)
+def _header(path: str, _size: int, _mtime_ns: int) -> GGUFInfo:
+    return read_gguf_info(path)
+
+
+def _check_gguf_path(path: Path, what: str, error: type[MangakaError]) -> None:
+    """A clear message for a path that is missing or a folder (read before its header)."""
+    if path.is_dir():
+        raise error(f"{what} {path} is a folder, not a GGUF file; give the .gguf file inside it")
+    if not path.is_file():
+        raise error(f"{what} file {path} not found")
+
+
+def gguf_header(path: str | Path) -> GGUFInfo:
+    """The file's GGUF metadata, read once per file version (path, size, modification time)."""
+    path = Path(path)
+    _check_gguf_path(path, "model", ModelFileError)
+    st = path.stat()
+    return _header(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def check_model_file(path: str | Path) -> GGUFInfo:
+    """Check, without loading, that ``path`` is a GGUF model the installed llama.cpp can load."""
+    path = Path(path)
+    _check_gguf_path(path, "model", ModelFileError)
+    info = gguf_header(path)
+    if info.file_type == "adapter":
+        raise ModelFileError(f"{path} is a LoRA adapter, not a model; give it as the LoRA input instead")
+    check_architecture(info.architecture, f"model {path.name}")
+    return info
+
+
+def check_lora_file(lora: str | Path, architecture: str, model_name: str) -> GGUFInfo:
+    """Check that ``lora`` is a GGUF LoRA adapter for models of ``architecture``."""
+    lora = Path(lora)
+    _check_gguf_path(lora, "LoRA", LoraError)
+    info = gguf_header(lora)
+    if info.file_type != "adapter" or info.metadata.get("adapter.type") != "lora":
+        raise LoraError(
+            f"{lora} is not a LoRA adapter GGUF (general.type={info.file_type!r}); "
+            "convert the adapter with llama.cpp's convert_lora_to_gguf.py"
+        )
+    if info.architecture != architecture:
+        raise LoraError(
+            f"LoRA {lora.name} was made for {info.architecture!r} models, but {model_name} is "
+            f"{architecture!r}; use an adapter trained for this base model"
+        )
+    return info
+
+
+def load_model(
+    path: str | Path,
+    options: LoadOptions | None = None,
+    on_progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> LoadedModel:
+    """Load (or return the cached) model. Checks the file and its architecture before loading.
+
+    ``on_progress(done, 100)`` follows llama.cpp's loading of the tensors (copying them to a GPU
+    is the slow part of a big model's load); ``cancel()`` returning True stops the load, which
+    raises ``Cancelled`` and caches nothing."""
+    options = options or LoadOptions()
+    path = Path(path)
+    _check_gguf_path(path, "model", ModelFileError)
+    key = _cache_key(path, options)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None and cached.llama is not None:
+            _CACHE.move_to_end(key)
+            return cached
+        info = check_model_file(path)
+        while len(_CACHE) >= max_loaded_models():
+            _old_key, old = _CACHE.popitem(last=False)
+            log.info(
+                "freeing %s to make room (MANGAKA_MAX_LOADED_MODELS=%d)", old.path.name, max_loaded_models()
+            )
+            old.close()
+        loaded = _load(path, info, options, on_progress, cancel)
+        _CACHE[key] = loaded
+        return loaded
+
+
+def _load(
+    path: Path,
+    info: GGUFInfo,
+    options: LoadOptions,
+    on_progress: ProgressFn | None = None,
+    cancel: CancelFn | None = None,
+) -> LoadedModel:
+    llama_cpp = import_llama_cpp()
+    progress = LoadProgress(llama_cpp, on_progress, cancel)
+    trained = info.context_length
+    n_ctx = options.n_ctx
+    if trained and n_ctx > trained:
+        log.info("context %d is above %s's trained length %d; using %d", n_ctx, path.name, trained, trained)
+        n_ctx = trained
+    started = time.monotonic()
+    try:
+        with flash_attn_type(llama_cpp, options.flash_attn), progress.installed():
+            llama = llama_cpp.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_batch=min(options.n_batch, n_ctx),
+                n_gpu_layers=options.n_gpu_layers,
+                n_threads=options.resolved_threads(),
+                n_threads_batch=options.resolved_threads(),
+                flash_attn=options.flash_attn != "off",
+                use_mmap=True,
+                verbose=False,
+            )
+    except (ValueError, RuntimeError) as exc:
+        if progress.stopped is not None:
+            raise progress.stopped from None
+        raise ModelFileError(
+            f"llama.cpp could not load {path} ({info.architecture}, {path.stat().st_size / 2**20:.0f} MiB): "
+            f"{exc}. The file may be truncated or need more memory than is free; lower the context "
+            "or GPU layers, or check the download."
+        ) from None
+    check_flash_attn(llama_cpp, llama, options.flash_attn)
+    loaded = LoadedModel(
+        path=path,
+        info=info,
+        options=options,
+        llama=llama,
+        n_ctx=llama.n_ctx(),
+        load_seconds=time.monotonic() - started,
+    )
+    loaded.install_abort_callback(llama_cpp)
+    log.info("loaded %s", loaded.report())
+    return loaded
+
+
+def release_models() -> int:
+    """Free every cached model (ComfyUI's ``/free``); returns how many were freed."""
+    with _CACHE_LOCK:
+        models = list(_CACHE.values())
+        _CACHE.clear()
+    for model in models:
+        model.close()
+    return len(models)
+
+
+def cached_models() -> list[LoadedModel]:
+    with _CACHE_LOCK:
+        return list(_CACHE.values())

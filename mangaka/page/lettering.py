@@ -53,13 +53,12 @@ from .fonts import (
     unbreakable_width,
     wrap,
 )
-from .layout import Rect
+from .layout import Rect, TextOrder
 
 log = logging.getLogger(__name__)
 
 BalloonKind = Literal["speech", "shout", "whisper", "thought", "caption"]
 BALLOON_KINDS: tuple[str, ...] = get_args(BalloonKind)
-Direction = Literal["rtl", "ltr"]
 LayoutEngine = Literal["auto", "raqm", "basic"]
 
 ELLIPSIS = "…"
@@ -188,7 +187,7 @@ class LetteringOptions:
 
     language: str = "en"
     vertical: bool = False
-    direction: Direction = "rtl"
+    direction: TextOrder = "rtl"
     max_font_size: int | None = None
     min_font_size: int | None = None
     layout_engine: LayoutEngine = "auto"
@@ -250,7 +249,7 @@ def use_raqm(options: LetteringOptions) -> bool:
 
 def _check_options(options: LetteringOptions) -> None:
     face_index(options.language)  # raises InputError for an unknown language
-    if options.direction not in get_args(Direction):
+    if options.direction not in get_args(TextOrder):
         raise InputError(f"Reading direction must be 'rtl' or 'ltr', got {options.direction!r}.")
     if options.layout_engine not in get_args(LayoutEngine):
         raise InputError(f"Layout engine must be 'auto', 'raqm' or 'basic', got {options.layout_engine!r}.")

@@ -142,7 +142,7 @@ def cmd_page(args: argparse.Namespace) -> int:
 
     from .compose import screenplay_from_text
     from .fileio import read_text, write_atomic
-    from .page.layout import LayoutOptions
+    from .page.layout import LayoutOptions, text_order
     from .page.lettering import LetteringOptions
     from .page.render import compose_pages, save_page
     from .page.storyboard import render_storyboard
@@ -160,7 +160,7 @@ def cmd_page(args: argparse.Namespace) -> int:
     lettering = LetteringOptions(
         language=screenplay.language,
         vertical=args.vertical,
-        direction="ltr" if args.direction == "ltr" else "rtl",
+        direction=text_order(args.direction),
     )
     composed = compose_pages(screenplay, images, layout=layout, lettering=lettering)
     for i, page in enumerate(composed.pages, 1):

@@ -14,6 +14,7 @@ from ..mangaka.page.layout import (
     LayoutOptions,
     layout_pages,
     layout_to_dict,
+    text_order,
 )
 from ..mangaka.page.lettering import LetteringOptions
 from ..mangaka.page.render import compose_pages, group_by_chapter, preview_layout
@@ -156,7 +157,7 @@ class ComposePage(io.ComfyNode):
             lettering = LetteringOptions(
                 language=parsed.language,
                 vertical=bool(_one(kw["vertical_text"])),
-                direction="ltr" if options.direction == "ltr" else "rtl",
+                direction=text_order(options.direction),
                 max_font_size=font_size or None,
             )
             composed = compose_pages(

@@ -63,6 +63,15 @@ log = logging.getLogger(__name__)
 
 Direction = Literal["rtl", "ltr", "vertical"]
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
+# The horizontal order of things side by side, such as balloons in a panel: right to left or left to right.
+TextOrder = Literal["rtl", "ltr"]
+
+
+def text_order(direction: Direction) -> TextOrder:
+    """The lettering's horizontal order on a page read in ``direction``: "ltr" for "ltr", else "rtl"
+    (a vertical strip is lettered right to left, like a manga page)."""
+    return "ltr" if direction == "ltr" else "rtl"
+
 
 # Trim sizes (width, height) in pixels; a height of None follows the panels (vertical strip).
 PAGE_PRESETS: dict[str, tuple[int, int | None]] = {

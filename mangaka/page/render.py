@@ -24,7 +24,7 @@ from ..errors import InputError
 from ..fileio import write_atomic
 from ..screenplay.models import Panel, Screenplay
 from .fonts import load_font
-from .layout import LayoutOptions, PageLayout, Rect, layout_pages, layout_to_dict
+from .layout import LayoutOptions, PageLayout, Rect, layout_pages, layout_to_dict, text_order
 from .lettering import BalloonPlan, LetteringOptions, LineSpec, draw_balloons, plan_balloons
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ def compose_pages(
     pages_layout = layout_pages(screenplay.panels, layout)
     result = ComposedPages([], pages_layout)
     matched = _match_images(screenplay, images, panel_ids, result.problems)
-    direction = "ltr" if layout.direction == "ltr" else "rtl"
+    direction = text_order(layout.direction)
     if lettering is None:
         lettering = LetteringOptions(language=screenplay.language, direction=direction)
     panels = {p.id: p for p in screenplay.panels}

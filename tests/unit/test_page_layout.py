@@ -580,3 +580,9 @@ def test_bad_input(panels, options, needles):
     message = str(info.value)
     for needle in needles:
         assert needle in message, message
+
+
+def test_text_order_of_each_reading_direction():
+    # Balloons follow the page: left to right on an "ltr" page, right to left otherwise.
+    orders = {d: layout_module.text_order(d) for d in DIRECTIONS}
+    assert orders == {"rtl": "rtl", "ltr": "ltr", "vertical": "rtl"}

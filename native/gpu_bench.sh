@@ -148,7 +148,7 @@ say "GPU vs CPU logits (native/gpu_check.py)"
   || die "native/gpu_check.py failed: the GPU's logits differ from the CPU's, or the check could not run; see $results/gpu-check.json"
 
 if [ -n "$llama_bench" ]; then
-  smollm=$("$vpy" -c "import mangaka.__main__ as m; print(m.demo_model_path())")
+  smollm=$("$vpy" -c "import mangaka.demo as m; print(m.demo_model_path())")
   say "llama-bench on SmolLM2-135M, all layers on the GPU"
   "$vpy" "$root/native/llama_bench.py" "${lb_args[@]}" --model "$smollm" \
     --threads "$jobs" --gpu-layers 99 --n-prompt 512 --n-gen 128 \

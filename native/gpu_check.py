@@ -6,7 +6,7 @@
     .venv/bin/python native/gpu_check.py --work DIR       # keep the models and logits (.npy) in DIR
 
 The tiny random-weight ``qwen35moe`` (hybrid: Gated DeltaNet + attention, MoE with a shared
-expert) and ``qwen3moe`` (attention, MoE) models of ``mangaka/tiny_models.py`` are written into the
+expert) and ``qwen3moe`` (attention, MoE) models of ``mangaka/devtools/tiny_models.py`` are written into the
 work folder. Each device then runs in its own subprocess (a CUDA crash fails that run, not the
 report): load the model (``n_gpu_layers=-1`` on a GPU, 0 on the CPU; one thread), evaluate a fixed
 prompt with the logits of every position, and continue it greedily (argmax) for
@@ -432,7 +432,7 @@ def round_to_tf32(path: Path, dropped_bits: int = TF32_DROPPED_BITS, truncate: b
 
 
 def write_model_files(work: Path, tf32_sim: bool) -> None:
-    from mangaka.tiny_models import write_model
+    from mangaka.devtools.tiny_models import write_model
 
     logging.getLogger("gguf").setLevel(logging.WARNING)
     for arch, seed in MODEL_SEEDS.items():

@@ -30,6 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import native_common
+
 log = logging.getLogger("mangaka.native")
 
 PINNED_VERSION = "0.3.36"
@@ -289,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache",
         type=Path,
-        default=Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka")),
+        default=native_common.cache_root(),
     )
     parser.add_argument("--rebuild", action="store_true", help="ignore the cached wheel")
     parser.add_argument(

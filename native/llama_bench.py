@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -52,6 +51,10 @@ import urllib.request
 from pathlib import Path
 from types import ModuleType
 from typing import IO
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import native_common
 
 log = logging.getLogger("mangaka.native")
 
@@ -92,17 +95,7 @@ class BenchBuildError(RuntimeError):
 
 def load_install() -> ModuleType:
     """native/install.py, imported from this script's folder (it is not a package)."""
-    path = Path(__file__).resolve().with_name("install.py")
-    spec = importlib.util.spec_from_file_location("mangaka_native_install", path)
-    if spec is None or spec.loader is None:
-        raise BenchBuildError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def default_cache() -> Path:
-    return Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka"))
+    return native_common.load_sibling("install", "mangaka_native_install")
 
 
 def configure_options(target_flags: list[str]) -> list[str]:
@@ -279,17 +272,10 @@ WHEEL_REPLACED = re.compile(r"^(?:.*/)?(src/libllama|ggml/src/libggml(?:-[a-z0-9
 
 def wheel_libdir(python: str) -> tuple[Path, str]:
     """The ``llama_cpp/lib`` folder and version of the llama-cpp-python installed in ``python``."""
-    code = (
-        "import importlib.metadata as m, importlib.util as u, json, os\n"
-        "spec = u.find_spec('llama_cpp')\n"
-        "folder = list(spec.submodule_search_locations)[0] if spec else ''\n"
-        "print(json.dumps({'lib': os.path.join(folder, 'lib') if folder else '',"
-        " 'version': m.version('llama_cpp_python') if folder else ''}))\n"
-    )
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise BenchBuildError(f"cannot ask {python} for llama-cpp-python: {proc.stderr.strip()[-500:]}")
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    try:
+        found = native_common.installed_wheel(python)
+    except native_common.WheelQueryError as exc:
+        raise BenchBuildError(f"cannot ask {python} for llama-cpp-python: {str(exc)[-500:]}") from None
     libdir = Path(found["lib"])
     if not found["lib"] or not (libdir / "libllama.so").exists():
         raise BenchBuildError(f"{python} has no llama-cpp-python with llama_cpp/lib/libllama.so")
@@ -534,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", choices=("auto", *install.TARGETS), default="auto")
     parser.add_argument("--version", default=install.PINNED_VERSION, help="llama-cpp-python version")
     parser.add_argument("--cuda-arch", help="CUDA architectures, e.g. 86 or '80;90' (default: the GPU's)")
-    parser.add_argument("--cache", type=Path, default=default_cache())
+    parser.add_argument("--cache", type=Path, default=native_common.cache_root())
     parser.add_argument("--sdist", type=Path, help="a local sdist (.tar.gz or unpacked folder) to build from")
     parser.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
     parser.add_argument("--rebuild", action="store_true", help="ignore the cached binary")

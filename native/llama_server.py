@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import logging
 import os
 import re
@@ -24,15 +23,16 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import native_common
+
 HERE = Path(__file__).resolve().parent
 
 
 def load_impl() -> ModuleType:
     """native/llama_bench.py as a separate module instance, switched to llama-server."""
-    spec = importlib.util.spec_from_file_location("mangaka_native_llama_server_impl", HERE / "llama_bench.py")
-    impl = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(impl)
+    impl = native_common.load_sibling("llama_bench", "mangaka_native_llama_server_impl")
     impl.BINARY = "llama-server"
     impl.CACHE_FOLDER = "llama-server"
     impl.BASE_OPTIONS = [o for o in impl.BASE_OPTIONS if not o.startswith("-DLLAMA_BUILD_SERVER=")]
@@ -74,8 +74,8 @@ def ensure(python: str = sys.executable, rebuild: bool = False, jobs: int | None
     impl = load_impl()
     install = impl.load_install()
     return impl.ensure_llama_bench(
-        "cpu", install.PINNED_VERSION, None, impl.default_cache(), rebuild=rebuild, jobs=jobs, python=python,
-        link_wheel=True,
+        "cpu", install.PINNED_VERSION, None, native_common.cache_root(), rebuild=rebuild, jobs=jobs,
+        python=python, link_wheel=True,
     )  # fmt: skip
 
 
@@ -83,7 +83,7 @@ def cached(python: str = sys.executable) -> Path | None:
     impl = load_impl()
     install = impl.load_install()
     libdir, installed = impl.wheel_libdir(python)
-    path = impl.cached_path(impl.default_cache(), install.PINNED_VERSION, "cpu", None, libdir)
+    path = impl.cached_path(native_common.cache_root(), install.PINNED_VERSION, "cpu", None, libdir)
     return path if path.is_file() and installed == install.PINNED_VERSION else None
 
 

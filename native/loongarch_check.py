@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -38,6 +37,10 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import native_common
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -116,7 +119,7 @@ def run(cmd: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
 
 
 def cache() -> Path:
-    return Path(os.environ.get("MANGAKA_CACHE", Path.home() / ".cache" / "mangaka")) / "loongarch"
+    return native_common.cache_root() / "loongarch"
 
 
 def tools_venv(root: Path, fetch: bool = True) -> Path:
@@ -183,16 +186,13 @@ def qemu(root: Path, fetch: bool = True, name: str = "qemu-loongarch64") -> Path
 
 
 def source(root: Path, fetch: bool = True) -> Path:
-    spec = importlib.util.spec_from_file_location("mangaka_native_llama_bench_la", HERE / "llama_bench.py")
-    bench = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(bench)
+    bench = native_common.load_sibling("llama_bench", "mangaka_native_llama_bench_la")
     version = bench.load_install().PINNED_VERSION
     tree = root / f"src-{version}" / "vendor" / "llama.cpp"
     if not tree.is_dir():
         if not fetch:
             raise NotPrepared(f"llama-cpp-python {version}'s llama.cpp source", tree)
-        tarball = bench.fetch_sdist(sys.executable, version, bench.default_cache())
+        tarball = bench.fetch_sdist(sys.executable, version, native_common.cache_root())
         staged = root / f"src-{version}.partial"
         if staged.exists():
             subprocess.run(["rm", "-rf", str(staged)], check=True)
@@ -312,7 +312,7 @@ def tiny_model(root: Path) -> Path:
             [
                 sys.executable,
                 "-c",
-                "import sys; from mangaka.tiny_models import write_model; "
+                "import sys; from mangaka.devtools.tiny_models import write_model; "
                 "write_model(sys.argv[1], 'qwen35moe', context_length=32768)",
                 str(model),
             ],

@@ -12,7 +12,7 @@ bash native/setup.sh --dev
 # Wheels for the README's first command on a fresh .venv (tests/model/test_demo.py installs from
 # them with pip's index off): downloaded here, keyed by what setup.sh installs, never by a test.
 cache=${MANGAKA_CACHE:-$HOME/.cache/mangaka}
-wh_key=$(cat requirements.txt native/setup.sh native/install.py | sha256sum | cut -c1-16)
+wh_key=$(cat requirements.txt native/setup.sh native/install.py native/native_common.py | sha256sum | cut -c1-16)
 export MANGAKA_WHEELHOUSE="$cache/wheelhouse-$wh_key"
 if [ ! -f "$MANGAKA_WHEELHOUSE/.complete" ]; then
   rm -rf "$MANGAKA_WHEELHOUSE"

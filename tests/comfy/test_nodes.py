@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from mangaka.devtools.tiny_models import write_lora, write_model, write_unsupported_model
 from mangaka.screenplay import validate_screenplay
-from mangaka.tiny_models import write_lora, write_model, write_unsupported_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())

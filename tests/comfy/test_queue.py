@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mangaka.tiny_models import write_model
+from mangaka.devtools.tiny_models import write_model
 from tests.comfy.examples import twin_path
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ import json
 import jsonschema
 import pytest
 
+from mangaka.devtools.tiny_models import write_model
 from mangaka.screenplay import validate_screenplay
-from mangaka.tiny_models import write_model
 from tests.comfy.test_nodes import CHAPTER, SCHEMA, server  # noqa: F401 - the module's server fixture
 from tests.model.test_remote import PyServer
 

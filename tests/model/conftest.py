@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.tiny_models import write_lora, write_model, write_unsupported_model
+from mangaka.devtools.tiny_models import write_lora, write_model, write_unsupported_model
 
 TRAINED_CONTEXT = 4096
 
@@ -43,7 +43,7 @@ def unsupported_model(tiny_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2() -> Path:
-    from mangaka.__main__ import demo_model_path
+    from mangaka.demo import demo_model_path
 
     return demo_model_path()
 

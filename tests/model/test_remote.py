@@ -24,12 +24,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from mangaka.devtools.tiny_models import write_model
 from mangaka.errors import ContextOverflowError, GenerationError, InvalidOutputError
 from mangaka.llm.base import PRESETS
 from mangaka.llm.openai import AuthError, OpenAICompatibleLLM
 from mangaka.screenplay import validate_screenplay, write_screenplay
 from mangaka.structured import generate_json
-from mangaka.tiny_models import write_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = (ROOT / "prompts" / "samples" / "demo_chapter.en.txt").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The tiny GGUF writers in mangaka/tiny_models.py produce files llama.cpp loads and runs."""
+"""The tiny GGUF writers in mangaka/devtools/tiny_models.py produce files llama.cpp loads and runs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.tiny_models import (
+from mangaka.devtools.tiny_models import (
     ARCHITECTURES,
     SPECIAL_TOKENS,
     spec_for,

@@ -10,12 +10,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from mangaka.devtools.tiny_models import write_lora, write_model
 from mangaka.errors import InputError, InvalidOutputError
 from mangaka.llm.base import PRESETS
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
 from mangaka.screenplay import validate_screenplay, write_screenplay
 from mangaka.structured import generate_json
-from mangaka.tiny_models import write_lora, write_model
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())

@@ -18,11 +18,11 @@ import pytest
 
 from mangaka import cli_run
 from mangaka.__main__ import DEMO_CHAPTER, DEMO_OUTPUT, build_parser, main
+from mangaka.devtools.tiny_models import write_lora, write_model
 from mangaka.llm import inprocess
 from mangaka.llm.base import PRESETS
 from mangaka.screenplay.generate import ScreenplayResult
 from mangaka.screenplay.models import Screenplay
-from mangaka.tiny_models import write_lora, write_model
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "prompts" / "samples" / "demo_book.en.txt"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from mangaka.devtools.tiny_models import write_model, write_unsupported_model
 from mangaka.doctor import CPU_FLAGS, Report, System, check_devices, check_memory, diagnose, memory_needed
 from mangaka.llm.native import Device
-from mangaka.tiny_models import write_model, write_unsupported_model
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -39,3 +39,26 @@ def test_engine_imports(path):
         assert not (level == 0 and root == "mangaka"), f"{where}: import mangaka relatively"
         assert not (level == 0 and root in FORBIDDEN), f"{where}: the engine must not import {module}"
         assert not (level == 0 and root == "llama_cpp" and top), f"{where}: import llama_cpp where it is used"
+
+
+NODES = Path(__file__).resolve().parents[2] / "nodes"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in MODULES if "devtools" not in p.parts] + sorted(NODES.rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ENGINE.parent)),
+)
+def test_devtools_stay_out_of_the_runtime(path):
+    """The benchmark and the tiny-model writers (``gguf``, dev-only) are development tooling:
+    the nodes and the engine never import them; ``__main__``'s bench command does, inside itself."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [alias.name for alias in node.names]
+            if isinstance(node, ast.ImportFrom):
+                names.append(node.module or "")
+            if any("devtools" in name.split(".") for name in names):
+                where = f"{path.relative_to(ENGINE.parent)}:{node.lineno}"
+                assert path.name == "__main__.py" and id(node) not in top, f"{where}: devtools imported"

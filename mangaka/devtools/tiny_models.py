@@ -518,7 +518,7 @@ def write_model(
     w = gguf.GGUFWriter(str(out), arch)
     w.add_type(gguf.GGUFType.MODEL)
     w.add_name(f"tiny-{arch}")
-    w.add_description("random weights, written by mangaka/tiny_models.py")
+    w.add_description("random weights, written by mangaka/devtools/tiny_models.py")
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     w.add_vocab_size(len(vocab.tokens))
     _add_hparams(w, spec, context_length)

@@ -1,0 +1,99 @@
+"""``python -m mangaka bench``: speed figures measured side by side in one run on this machine.
+
+Every figure is a ratio or a count taken from runs made here, now, one after the other; nothing
+is compared with a number from elsewhere. ``--json`` prints one JSON object whose keys the README
+documents. The models come from PyPI packages (gemma-3-270m, SmolLM2-135M) or are written on the
+spot (tiny random-weight qwen35moe models, one with Qwen3.5's full 248,320-token vocabulary).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...demo import demo_model_path
+from ...errors import MangakaError
+from .common import gemma_path
+from .decoding import constrained_vs_free, free_vs_llama_bench, grammar_cost_248k, overhead, prefix_reuse
+from .demo import demo_run
+from .memory import lora_memory
+from .page import page_compose
+from .remote import remote_concurrency
+
+log = logging.getLogger(__name__)
+
+
+def run(
+    *, threads: int, gpu_layers: int, quick: bool, engine: str | None, only: list[str] | None = None
+) -> dict[str, Any]:
+    """Every part (or those in ``only``) in order, and the machine's facts: one dict of figures."""
+    from ...llm import native
+
+    n, reps = (48, 1) if quick else (200, 3)
+    steps: dict[str, Callable[[], dict[str, Any]]] = {
+        "constrained": lambda: constrained_vs_free(
+            gemma_path(), threads, gpu_layers, n, reps if quick else 5, engine
+        ),
+        "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
+        "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),
+        "llama_bench": lambda: free_vs_llama_bench(
+            gemma_path(), threads, gpu_layers, n, reps if quick else 5
+        ),
+        "prefix": lambda: prefix_reuse(threads),
+        "lora_memory": lambda: lora_memory(gemma_path(), threads),
+        "page": lambda: page_compose(reps),
+        "remote": lambda: remote_concurrency(threads),
+        "demo": lambda: demo_run(threads),
+    }
+    unknown = sorted(set(only or []) - set(steps))
+    if unknown:
+        raise MangakaError(f"unknown benchmark {', '.join(unknown)}; valid: {', '.join(steps)}")
+    figures: dict[str, Any] = {
+        "machine": platform.machine(),
+        "cpu": _cpu_name(),
+        "cores": os.cpu_count(),
+        "threads": threads,
+        "gpu_layers": gpu_layers,
+        "llama_cpp_python": native.version(),
+        "system_info": native.system_info(),
+        "engine": engine or _default_engine(),
+        "quick": quick,
+    }
+    for name, step in steps.items():
+        if only and name not in only:
+            continue
+        started = time.perf_counter()
+        log.info("bench: %s …", name)
+        figures.update(step())
+        log.info("bench: %s done in %.1f s", name, time.perf_counter() - started)
+    return figures
+
+
+def _default_engine() -> str:
+    from ...llm.constrain import DEFAULT_ENGINE
+
+    return DEFAULT_ENGINE
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def format_table(figures: dict[str, Any]) -> str:
+    width = max(len(k) for k in figures)
+    lines = []
+    for key, value in figures.items():
+        shown = f"{value:.3f}" if isinstance(value, float) else str(value)
+        lines.append(f"{key.ljust(width)}  {shown}")
+    return "\n".join(lines)

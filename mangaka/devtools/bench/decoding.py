@@ -1,0 +1,236 @@
+"""Decoding speed: constrained against free, the grammar's cost at a 248k vocabulary, our call's
+overhead over a bare llama-cpp-python call, llama-bench's ceiling and prefix reuse."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ...demo import DEMO_CHAPTER
+from .common import (
+    CAST_SCHEMA_CHARACTERS,
+    QWEN35_VOCAB,
+    Clock,
+    median,
+    native_script,
+    paired,
+    stream_rate,
+    tiny_model,
+)
+
+log = logging.getLogger(__name__)
+
+
+def constrained_vs_free(
+    model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int, engine: str | None
+) -> dict[str, float]:
+    """gemma-3-270m: tokens/s free and constrained, ours and llama-cpp-python's response_format."""
+    from ...llm.base import PRESETS
+    from ...llm.inprocess import LlamaCppLLM, LoadOptions
+    from ...screenplay.schema import cast_call_schema
+
+    schema = cast_call_schema(CAST_SCHEMA_CHARACTERS)
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
+    messages = [{"role": "user", "content": "List the characters of a story set in a lantern shop, as JSON."}]
+    greedy = PRESETS["greedy"]
+    raw = llm.model.llama
+    out: dict[str, list[float]] = {"free": [], "ours": [], "builtin": []}
+    for _ in range(repeats):
+        clock = Clock()
+        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, on_progress=clock)
+        out["free"].append(clock.rate())
+        clock = Clock()
+        llm.complete(
+            messages, schema=schema, sampling=greedy, max_tokens=n_tokens, on_progress=clock, engine=engine
+        )
+        out["ours"].append(clock.rate())
+        raw.reset()
+        rate, _n = stream_rate(
+            raw.create_chat_completion(
+                messages=messages, response_format={"type": "json_object", "schema": schema},
+                temperature=0.0, max_tokens=n_tokens, stream=True,
+            )
+        )  # fmt: skip
+        out["builtin"].append(rate)
+    # Ratios are medians of the ratio within each round: the machine's load drifts between rounds,
+    # and a round's runs are back to back.
+    return {
+        "gemma_free_tok_s": median(out["free"]),
+        "gemma_constrained_tok_s_ours": median(out["ours"]),
+        "gemma_constrained_tok_s_builtin": median(out["builtin"]),
+        "gemma_constrained_over_free_ours": paired(out["ours"], out["free"]),
+        "gemma_constrained_over_free_builtin": paired(out["builtin"], out["free"]),
+    }
+
+
+def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | None) -> dict[str, float]:
+    """Milliseconds the grammar adds per generated token at Qwen3.5's vocabulary (tiny qwen35moe)."""
+    from llama_cpp import LlamaGrammar
+
+    from ...llm.base import PRESETS
+    from ...llm.grammar import schema_to_gbnf
+    from ...llm.inprocess import LlamaCppLLM, LoadOptions
+
+    model = tiny_model("qwen35moe-248k", arch="qwen35moe", vocab_size=QWEN35_VOCAB, context_length=32768)
+    schema = {
+        "type": "object",
+        "properties": {"story": {"type": "string", "minLength": 1, "maxLength": 400}},
+        "required": ["story"],
+        "additionalProperties": False,
+    }
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads))
+    messages = [{"role": "user", "content": "Tell a story."}]
+    greedy = PRESETS["greedy"]
+    raw = llm.model.llama
+    tokens = llm.tokenize_prompt(messages)
+    free, ours, builtin = [], [], []
+    for _ in range(repeats):
+        clock = Clock()
+        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, on_progress=clock)
+        free.append(clock.per_token_ms())
+        clock = Clock()
+        llm.complete(
+            messages, schema=schema, sampling=greedy, max_tokens=n_tokens, on_progress=clock, engine=engine
+        )
+        ours.append(clock.per_token_ms())
+        raw.reset()
+        grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
+        stamps = []
+        for i, _tok in enumerate(raw.generate(tokens, temp=0.0, grammar=grammar, reset=True)):
+            stamps.append(time.perf_counter())
+            if i + 1 >= n_tokens:
+                break
+        builtin.append(1000.0 * (stamps[-1] - stamps[0]) / (len(stamps) - 1))
+    f = median(free)
+    cost_ours, cost_builtin = max(median(ours) - f, 0.0), max(median(builtin) - f, 0.0)
+    return {
+        "qwen35moe_248k_free_ms_per_token": f,
+        "qwen35moe_248k_grammar_ms_per_token_ours": cost_ours,
+        "qwen35moe_248k_grammar_ms_per_token_builtin": cost_builtin,
+        "qwen35moe_248k_grammar_cost_ours_over_builtin": cost_ours / cost_builtin if cost_builtin else None,
+    }
+
+
+def overhead(model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int) -> dict[str, float]:
+    """Our call ÷ a bare llama-cpp-python call producing the same tokens, on a Screenwriter prompt
+    (SmolLM2: system prompt, chapter, cast task), free decoding, from a cold context each time."""
+    from ...llm.base import PRESETS
+    from ...llm.inprocess import LlamaCppLLM, LoadOptions
+
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads, n_gpu_layers=gpu_layers))
+    messages = _screenwriter_messages()
+    tokens = llm.tokenize_prompt(messages)
+    raw = llm.model.llama
+    ours, bare = [], []
+    same: set[bool] = set()
+    for _ in range(repeats):
+        llm.model.prefix_cache.clear()
+        raw.reset()
+        t = time.perf_counter()
+        done = llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens)
+        ours.append(time.perf_counter() - t)
+        raw.reset()
+        t = time.perf_counter()
+        ref = raw.create_completion(tokens, temperature=0.0, max_tokens=n_tokens)
+        bare.append(time.perf_counter() - t)
+        same.add(done.text.strip() == ref["choices"][0]["text"].strip())
+    return {
+        "screenwriter_call_over_bare_call": median(ours) / median(bare),
+        "screenwriter_call_same_tokens": all(same),
+    }
+
+
+def _screenwriter_messages() -> list[dict[str, str]]:
+    from ...prompts import prompt
+
+    chapter = DEMO_CHAPTER.read_text(encoding="utf-8")
+    return [
+        {
+            "role": "system",
+            "content": prompt("screenwriter/system", "en", style="manga", language_name="English"),
+        },
+        {"role": "user", "content": prompt("screenwriter/chapter", "en", chapter=chapter)},
+        {
+            "role": "user",
+            "content": prompt("screenwriter/cast", "en", max_characters=4, max_name=40, max_appearance=240),
+        },
+    ]
+
+
+def free_vs_llama_bench(
+    model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int
+) -> dict[str, Any]:
+    """Our free decoding ÷ llama.cpp's own llama-bench (tg), same model and threads."""
+    from ...llm.base import PRESETS
+    from ...llm.inprocess import LlamaCppLLM, LoadOptions
+
+    llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
+    messages = [{"role": "user", "content": "Write a long story about a lantern shop."}]
+    rates, ceiling = [], []
+    for _ in range(repeats):  # interleaved, so a change in the machine's load hits both alike
+        clock = Clock()
+        llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens, on_progress=clock)
+        rates.append(clock.rate())
+        tg_once = _llama_bench_tg(model, threads, gpu_layers, n_tokens)
+        if tg_once is None:
+            break
+        ceiling.append(tg_once)
+    tg = median(ceiling) if ceiling else None
+    return {
+        "free_tok_s": median(rates),
+        "llama_bench_tg_tok_s": tg,
+        "free_over_llama_bench": paired(rates, ceiling) if ceiling else None,
+    }
+
+
+def _llama_bench_tg(model: Path, threads: int, gpu_layers: int, n_tokens: int) -> float | None:
+    script = native_script("llama_bench.py")
+    found = subprocess.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
+    binary = found.stdout.strip()
+    if found.returncode != 0 or not binary:
+        log.warning("llama-bench is not built; run `python native/llama_bench.py` to include the C ceiling")
+        return None
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mangaka_native_llama_bench", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ngl = 999 if gpu_layers < 0 else gpu_layers
+    try:
+        result = module.run_llama_bench(binary, model, threads, n_tokens, 0, gpu_layers=ngl, repetitions=1)
+    except Exception as exc:  # noqa: BLE001 - a failed ceiling measurement must not end the benchmark
+        log.warning("llama-bench failed: %s", exc)
+        return None
+    return float(result["tg_tokens_per_s"])
+
+
+def prefix_reuse(threads: int) -> dict[str, int]:
+    """Prompt tokens decoded for chapters 1 and 2 of a batch on tiny qwen35moe, with and without
+    snapshots (the Screenwriter's system prompt is the shared prefix)."""
+    from ...llm.base import PRESETS
+    from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+
+    model = tiny_model("qwen35moe-32k", arch="qwen35moe", context_length=32768)
+    base = _screenwriter_messages()
+    chapters = [
+        base,
+        [base[0], {"role": "user", "content": base[1]["content"].replace("Mei", "Rin")}, base[2]],
+    ]
+    out: dict[str, int] = {}
+    for label, cache_mb in (("with_reuse", None), ("without_reuse", 0)):
+        release_models()
+        llm = LlamaCppLLM(model, LoadOptions(n_ctx=8192, n_threads=threads))
+        if cache_mb is not None:
+            llm.model.prefix_cache.max_bytes = cache_mb
+        for i, messages in enumerate(chapters, 1):
+            tokens = llm.tokenize_prompt(messages)
+            out["shared_prefix_tokens"] = min(llm.message_boundaries(messages, tokens, thinking=False))
+            done = llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=4)
+            out[f"chapter{i}_prompt_tokens"] = done.usage.prompt_tokens
+            out[f"chapter{i}_decoded_{label}"] = done.usage.prompt_tokens_decoded
+    release_models()
+    return {f"qwen35moe_{k}": v for k, v in out.items()}

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .errors import MangakaError
+from .screenplay.models import LANGUAGES
 
 log = logging.getLogger("mangaka")
 
@@ -63,7 +64,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
     )
     p.add_argument("--panels", type=int, default=6, help=f"panels, 1 to {MAX_PANELS}")
     p.add_argument("--dialogue", type=int, default=8, help=f"dialogue lines, 0 to {MAX_DIALOGUE}")
-    p.add_argument("--language", default="en", choices=["en", "zh", "ja"])
+    p.add_argument("--language", default="en", choices=LANGUAGES)
     p.add_argument("--sampling", default=DEFAULT_SAMPLING, help=f"sampling preset: {', '.join(PRESETS)}")
     p.add_argument("--seed", type=int, default=0, help="sampling seed, 0 or more")
     p.add_argument("--attempts", type=int, default=3, help=f"tries before giving up, 1 to {MAX_ATTEMPTS}")

@@ -11,7 +11,10 @@ from pathlib import Path
 
 from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
 from .errors import MangakaError
+from .llm.loading import FLASH_ATTN_MODES
+from .page.layout import DIRECTIONS
 from .paths import PACK_ROOT
+from .screenplay.models import LANGUAGES
 
 log = logging.getLogger("mangaka")
 
@@ -36,13 +39,13 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
     p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
     p.add_argument(
         "--flash-attn",
-        choices=["auto", "on", "off"],
+        choices=FLASH_ATTN_MODES,
         default="auto",
         help="flash attention; auto = on where the device supports it (default)",
     )
     p.add_argument("--panels", type=int, default=6, help=f"panels, 1 to {MAX_PANELS}")
     p.add_argument("--dialogue", type=int, default=8, help=f"dialogue lines, 0 to {MAX_DIALOGUE}")
-    p.add_argument("--language", default="en", choices=["en", "zh", "ja"])
+    p.add_argument("--language", default="en", choices=LANGUAGES)
     p.add_argument("--sampling", default=DEFAULT_SAMPLING, help=f"sampling preset: {', '.join(PRESETS)}")
     p.add_argument("--seed", type=int, default=0, help="sampling seed, 0 or more")
     p.add_argument("--attempts", type=int, default=3, help=f"tries before giving up, 1 to {MAX_ATTEMPTS}")
@@ -243,7 +246,7 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--images", type=Path, help="folder of panel images, one per panel in name order "
                    "(default: storyboard cards)")  # fmt: skip
     p.add_argument("--page", default="A4 300dpi", help="page preset (see README) ")
-    p.add_argument("--direction", choices=["rtl", "ltr", "vertical"], default="rtl")
+    p.add_argument("--direction", choices=DIRECTIONS, default="rtl")
     p.add_argument("--panels-per-page", type=int, default=6)
     p.add_argument("--vertical", action="store_true", help="vertical lettering for Chinese/Japanese")
     p.add_argument("--format", choices=["png", "jpeg"], default="png")

@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as _JsonSchemaError
 
 from .errors import Cancelled, ContextOverflowError, InvalidOutputError, SchemaError
-from .llm.base import LLM, CancelFn, Message, ProgressFn, Sampling, Usage
+from .llm.base import LLM, CallContext, CancelFn, Message, ProgressFn, Sampling, Usage
 from .llm.budget import json_token_budget
 from .prompts import prompt
 from .repair import Repair, tidy_strings
@@ -145,6 +145,7 @@ def generate_json(
     sampling: Sampling | None = None,
     on_progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    context: CallContext | None = None,
     language: str = "en",
     call: str = "output",
 ) -> tuple[Any, list[Attempt]]:
@@ -161,6 +162,10 @@ def generate_json(
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
+    if context is None:
+        context = CallContext(on_progress, cancel)
+    elif on_progress is not None or cancel is not None:
+        raise TypeError("give either a context or on_progress/cancel, not both")
     validator = check_schema(schema)
     if max_tokens is None:
         max_tokens = json_token_budget(schema)
@@ -168,7 +173,7 @@ def generate_json(
     note: str | None = None  # the cut-off note for the next try, added to its last user message
     attempts: list[Attempt] = []
     for number in range(1, max_attempts + 1):
-        if cancel is not None and cancel():
+        if context.cancelled():
             raise Cancelled(f"{call}: generation was interrupted before try {number}")
         sent = _with_note(conversation, note)
         try:
@@ -178,8 +183,8 @@ def generate_json(
                 sampling=sampling,
                 max_tokens=max_tokens,
                 thinking=False,
-                on_progress=on_progress,
-                cancel=cancel,
+                on_progress=context.on_progress,
+                cancel=context.cancel,
             )
         except ContextOverflowError as e:
             if not attempts:

@@ -6,7 +6,7 @@ with LSX and LASX, count the LASX instructions in the code, and run it under
     .venv/bin/python native/loongarch_check.py            # one JSON object; exit 1 on a failed check
     .venv/bin/python native/loongarch_check.py --offline  # the same, but never fetch nor build (CI)
 
-What it shows (FIELD-NOTES.md, "LoongArch without LoongArch hardware", has the recipe):
+What it shows (ARCHITECTURE.md, "LoongArch without LoongArch hardware", has the recipe):
 
 1. the object code carries LASX (``xv*``) and LSX (``v*``) instructions (capstone's LoongArch
    disassembler over ``llama-simple``'s ``.text``);

@@ -9,6 +9,7 @@ import folder_paths
 from comfy_api.latest import io, ui
 
 from ..mangaka.errors import MangakaError
+from ..mangaka.llm.base import LLM as EngineLLM
 from ..mangaka.llm.base import PRESETS, sampling_preset
 from ..mangaka.llm.grammar import schema_to_gbnf
 from ..mangaka.llm.inprocess import (
@@ -22,9 +23,10 @@ from ..mangaka.llm.inprocess import (
 )
 from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
 from ..mangaka.llm.openai import OpenAICompatibleLLM
+from ..mangaka.screenplay.request import DEFAULT_SAMPLING
 from . import _comfy
 
-LLM = io.Custom("MANGAKA_LLM")
+LLM_SOCKET = io.Custom("MANGAKA_LLM")  # carries any backend of the engine's LLM protocol
 
 
 class LoadLLM(io.ComfyNode):
@@ -72,7 +74,7 @@ class LoadLLM(io.ComfyNode):
                 ),
                 io.Float.Input("lora_strength", default=1.0, min=-4.0, max=4.0, step=0.05),
             ],
-            outputs=[LLM.Output(display_name="llm"), io.String.Output(display_name="load_report")],
+            outputs=[LLM_SOCKET.Output(display_name="llm"), io.String.Output(display_name="load_report")],
         )
 
     @classmethod
@@ -181,7 +183,7 @@ class RemoteLLM(io.ComfyNode):
                     "concurrency", default=1, min=1, max=64, tooltip="Requests in flight from this handle"
                 ),
             ],
-            outputs=[LLM.Output(display_name="llm")],
+            outputs=[LLM_SOCKET.Output(display_name="llm")],
         )
 
     @classmethod
@@ -257,7 +259,7 @@ class StructuredOutput(io.ComfyNode):
             description="Ask the LLM for JSON that matches any JSON Schema: decoding is constrained to "
             "the schema, the result validated, and retried with the errors when invalid.",
             inputs=[
-                LLM.Input("llm"),
+                LLM_SOCKET.Input("llm"),
                 io.String.Input("prompt", multiline=True, default=""),
                 io.String.Input(
                     "schema",
@@ -269,7 +271,7 @@ class StructuredOutput(io.ComfyNode):
                 io.String.Input("system", multiline=True, default="Answer with JSON only.", optional=True),
                 io.Int.Input("max_tokens", default=1024, min=16, max=65536),
                 io.Int.Input("max_attempts", default=3, min=1, max=10),
-                io.Combo.Input("sampling", options=list(PRESETS), default="qwen3.5-instruct"),
+                io.Combo.Input("sampling", options=list(PRESETS), default=DEFAULT_SAMPLING),
                 io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),
             ],
             outputs=[io.String.Output(display_name="json")],
@@ -286,7 +288,7 @@ class StructuredOutput(io.ComfyNode):
     @classmethod
     def execute(
         cls,
-        llm: LlamaCppLLM,
+        llm: EngineLLM,
         prompt: str,
         schema: str,
         max_tokens: int,

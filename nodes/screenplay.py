@@ -10,10 +10,10 @@ from ..mangaka.errors import InputError
 from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import PRESETS
 from ..mangaka.screenplay import write_screenplay
-from ..mangaka.screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
-from ..mangaka.screenplay.request import MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
+from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
+from ..mangaka.screenplay.request import DEFAULT_SAMPLING, MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
 from . import _comfy
-from .llm import LLM
+from .llm import LLM_SOCKET
 
 SCREENPLAY = io.Custom("MANGAKA_SCREENPLAY")
 
@@ -28,13 +28,13 @@ class Screenwriter(io.ComfyNode):
             description="Turn a novel chapter into a structured manga screenplay (characters, dialogue, "
             "panels), guaranteed to match schemas/screenplay.schema.json.",
             inputs=[
-                LLM.Input("llm"),
+                LLM_SOCKET.Input("llm"),
                 io.String.Input(
                     "chapter", multiline=True, default="", placeholder="Paste a chapter of the novel here"
                 ),
                 io.Combo.Input(
                     "language",
-                    options=["en", "zh", "ja"],
+                    options=list(LANGUAGES),
                     default="en",
                     tooltip="Language of the dialogue and descriptions",
                 ),
@@ -44,7 +44,7 @@ class Screenwriter(io.ComfyNode):
                 io.Combo.Input(
                     "sampling",
                     options=list(PRESETS),
-                    default="qwen3.5-instruct",
+                    default=DEFAULT_SAMPLING,
                     tooltip="Qwen3.5 model-card presets, or greedy for reproducible drafts",
                 ),
                 io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),

@@ -58,6 +58,35 @@ class Usage:
     # Prompt tokens actually decoded this call (the rest came from a reused prefix).
     prompt_tokens_decoded: int = 0
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.prompt_tokens_decoded + other.prompt_tokens_decoded,
+        )
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a caller hands down with a request, as one value: where progress goes, how to stop.
+
+    ``on_progress(done, total)`` counts generated tokens; ``cancel()`` turns true when the user
+    asked to stop. ``share(offset, total)`` is the context for one part of a longer job: its
+    tokens are reported after ``offset`` tokens, against the job's ``total``.
+    """
+
+    on_progress: ProgressFn | None = None
+    cancel: CancelFn | None = None
+
+    def share(self, offset: int, total: int) -> CallContext:
+        report = self.on_progress
+        if report is None:
+            return self
+        return CallContext(lambda done, _limit: report(min(offset + done, total), total), self.cancel)
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and bool(self.cancel())
+
 
 @dataclass
 class Completion:

@@ -1,7 +1,7 @@
 """An OpenAI-compatible server (llama-server, vLLM, llama-cpp-python's server) behind the same
 ``LLM`` protocol as the in-process backend.
 
-What differs between servers stays here (see FIELD-NOTES.md, "OpenAI-compatible servers"):
+What differs between servers stays here (ARCHITECTURE.md has the table of what each accepts):
 
 - ``llama-server``: ``response_format`` ``{"type": "json_schema", "json_schema": {"schema": S}}``;
   thinking per request through ``chat_template_kwargs``;

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError, InvalidOutputError
-from ..llm.base import LLM, CancelFn, Message, ProgressFn, Usage
+from ..llm.base import LLM, CallContext, CancelFn, Message, ProgressFn, Usage
 from ..llm.budget import json_token_budget
 from ..prompts import prompt
 from ..structured import Attempt, generate_json, json_path
@@ -170,17 +170,177 @@ def _cast_listing(cast: list[Character]) -> str:
     return "\n".join(f"- {c.id}: {c.name} — {c.appearance}" for c in cast)
 
 
-def _add_usage(total: Usage, attempts: list[Attempt]) -> None:
-    for a in attempts:
-        total.prompt_tokens += a.usage.prompt_tokens
-        total.completion_tokens += a.usage.completion_tokens
-        total.prompt_tokens_decoded += a.usage.prompt_tokens_decoded
+@dataclass(frozen=True)
+class Step:
+    """What one step of the Screenwriter gives: its value, its tries and the tokens it cost."""
+
+    value: Any
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    @classmethod
+    def of(cls, value: Any, attempts: list[Attempt]) -> Step:
+        return cls(value, attempts, sum((a.usage for a in attempts), Usage()))
 
 
-def _progress(on_progress: ProgressFn | None, offset: int, total: int) -> ProgressFn | None:
-    if on_progress is None:
-        return None
-    return lambda done, _limit: on_progress(min(offset + done, total), total)
+@dataclass(frozen=True)
+class Prompts:
+    """The messages of every call of one request: a shared prefix (system prompt, chapter, plan),
+    then the call's task. The chapter is a message of its own: the backend snapshots the prompt
+    at message boundaries, so the script call (and every retry) reuses the decoded chapter."""
+
+    request: ScreenplayRequest
+    system: str
+    chapter: str
+    plan: str = ""
+
+    @classmethod
+    def build(cls, request: ScreenplayRequest, chapter: str) -> Prompts:
+        plang = PROMPT_LANGUAGE[request.language]
+        language_name = LANGUAGE_NAMES[plang][request.language]
+        system = prompt(
+            "screenwriter/system", plang, style=request.style.strip(), language_name=language_name
+        )
+        return cls(request, system, prompt("screenwriter/chapter", plang, chapter=chapter.strip()))
+
+    @property
+    def language(self) -> str:
+        """The language of the prompt files (and of the feedback messages)."""
+        return PROMPT_LANGUAGE[self.request.language]
+
+    def with_plan(self, plan: str) -> Prompts:
+        return Prompts(self.request, self.system, self.chapter, plan)
+
+    def task(self, name: str, **values: Any) -> str:
+        return prompt(f"screenwriter/{name}", self.language, **values)
+
+    def messages(self, task: str) -> list[Message]:
+        notes = [{"role": "user", "content": self.task("planned", plan=self.plan)}] if self.plan else []
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.chapter},
+            *notes,
+            {"role": "user", "content": task},
+        ]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Worst-case tokens of each call, computed once, so one progress bar spans the whole request.
+
+    The script's budget is sized for the longest possible ids, as the cast is not known yet."""
+
+    plan: int
+    cast: int
+    script: int
+
+    @classmethod
+    def of(cls, request: ScreenplayRequest, *, cast_call: bool) -> Budget:
+        longest_ids = [f"c{i}".ljust(32, "x") for i in range(request.max_characters)]
+        return cls(
+            plan=request.think_tokens,
+            cast=json_token_budget(cast_call_schema(request.max_characters)) if cast_call else 0,
+            script=json_token_budget(script_call_schema(longest_ids, request.panels, request.dialogue)),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.plan + self.cast + self.script
+
+
+def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
+    """The optional planning call: free text with thinking on, within ``think_tokens``."""
+    request = prompts.request
+    if not request.think_tokens:
+        return Step("")
+    task = prompts.task(
+        "plan", panels=request.panels, dialogue=request.dialogue, max_characters=request.max_characters
+    )
+    planned = llm.complete(
+        prompts.messages(task),
+        sampling=request.sampling_settings,
+        max_tokens=request.think_tokens,
+        thinking=True,
+        on_progress=context.on_progress,
+        cancel=context.cancel,
+    )
+    plan = "\n\n".join(part.strip() for part in (planned.reasoning, planned.text) if part.strip())
+    if planned.finish_reason == "length":
+        logger.warning(
+            "the plan used its whole budget of %d tokens; the screenplay follows it as far as it got "
+            "(raise think_tokens for a complete plan)",
+            request.think_tokens,
+        )
+    if not plan:
+        logger.warning("the planning call returned nothing; writing without a plan")
+    return Step(plan, [], planned.usage)
+
+
+def cast_step(llm: LLM, prompts: Prompts, budget: int, context: CallContext) -> Step:
+    """The cast call: the characters (id, name, canonical appearance), repaired and checked."""
+    request = prompts.request
+    task = prompts.task(
+        "cast", max_characters=request.max_characters, max_name=MAX_NAME, max_appearance=MAX_APPEARANCE
+    )
+    data, tries = generate_json(
+        llm,
+        prompts.messages(task),
+        cast_call_schema(request.max_characters),
+        repair=repair_cast,
+        validate=lambda d: cast_problems(d["characters"]),
+        max_attempts=request.max_attempts,
+        max_tokens=budget,
+        sampling=request.sampling_settings,
+        context=context,
+        language=prompts.language,
+        call="screenplay cast",
+    )
+    return Step.of([Character.model_validate(c) for c in data["characters"]], tries)
+
+
+def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
+    """The script call: exactly N lines and M panels under a schema built from ``cast``."""
+    request = prompts.request
+    cast_ids = [c.id for c in cast]
+    schema = script_call_schema(cast_ids, request.panels, request.dialogue)
+    task = prompts.task(
+        "script",
+        cast=_cast_listing(cast),
+        dialogue=request.dialogue,
+        panels=request.panels,
+        panel_ids=", ".join(panel_ids(request.panels)),
+        emotions=", ".join(EMOTIONS),
+        shots=", ".join(SHOTS),
+        angles=", ".join(ANGLES),
+        max_title=MAX_TITLE,
+        max_line=MAX_LINE,
+        max_action=MAX_ACTION,
+    )
+
+    def check_script(script: dict[str, Any]) -> list[str]:
+        problems = script_problems(script, cast_ids, request.panels)
+        if problems:
+            return problems
+        try:
+            assembled = assemble_screenplay(script, cast, request.language)
+        except ValidationError as e:  # cannot happen while the call schema matches the models
+            return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
+        return validate_screenplay(assembled.model_dump(mode="json"))
+
+    script, tries = generate_json(
+        llm,
+        prompts.messages(task),
+        schema,
+        repair=repair_script,
+        validate=check_script,
+        max_attempts=request.max_attempts,
+        max_tokens=json_token_budget(schema),
+        sampling=request.sampling_settings,
+        context=context,
+        language=prompts.language,
+        call="screenplay script",
+    )
+    return Step.of(script, tries)
 
 
 def write_screenplay(
@@ -191,163 +351,45 @@ def write_screenplay(
     cast: Sequence[Character | dict[str, Any]] | None = None,
     on_progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
+    context: CallContext | None = None,
     **options: Any,
 ) -> ScreenplayResult:
     """Write a screenplay of ``chapter`` as ``request`` asks (or ``ScreenplayRequest(**options)``).
 
-    ``cast``: a known cast (a character bible) to use instead of the cast call. ``think_tokens``:
-    let the model plan the adaptation first, thinking freely for up to that many tokens (0: no
-    plan); a plan cut at the budget is used as far as it got, with a warning. ``on_progress(done,
-    total)`` counts generated tokens over every call against their worst-case budgets. The chapter
-    is never cut: a backend raises ``ContextOverflowError`` when it does not fit. Raises
-    ``InputError`` for unusable inputs, ``InvalidOutputError`` (every attempt attached) when a call
-    stays invalid after ``max_attempts`` tries, ``Cancelled`` when ``cancel()`` turns true.
+    The steps: plan (when ``think_tokens`` > 0), cast (unless ``cast`` gives a known cast, e.g. a
+    character bible), script, assemble. ``context`` (or ``on_progress``/``cancel``): one progress
+    bar counts generated tokens over every call against their worst-case budgets; ``cancel()``
+    stops the run. The chapter is never cut: a backend raises ``ContextOverflowError`` when it
+    does not fit. Raises ``InputError`` for unusable inputs, ``InvalidOutputError`` (every attempt
+    attached) when a call stays invalid after ``max_attempts`` tries, ``Cancelled`` when asked.
     """
     if request is None:
         request = ScreenplayRequest(**options)
     elif options:
         raise TypeError(f"give either a request or its options, not both ({', '.join(options)})")
+    if context is None:
+        context = CallContext(on_progress, cancel)
+    elif on_progress is not None or cancel is not None:
+        raise TypeError("give either a context or on_progress/cancel, not both")
     check_chapter(chapter)
     known_cast = _check_cast(cast) if cast is not None else None
-    language, panels, dialogue = request.language, request.panels, request.dialogue
-    max_characters, style, max_attempts = request.max_characters, request.style, request.max_attempts
-    think_tokens, sampling = request.think_tokens, request.sampling_settings
-    plang = PROMPT_LANGUAGE[language]
-    system = prompt(
-        "screenwriter/system", plang, style=style.strip(), language_name=LANGUAGE_NAMES[plang][language]
-    )
-    chapter_block = prompt("screenwriter/chapter", plang, chapter=chapter.strip())
+    prompts = Prompts.build(request, chapter)
+    budget = Budget.of(request, cast_call=known_cast is None)
 
-    plan = ""
-
-    def messages(task: str) -> list[Message]:
-        # The chapter is a message of its own: the backend snapshots the prompt at message
-        # boundaries, so the script call (and every retry) reuses the decoded chapter (and plan).
-        notes = (
-            [{"role": "user", "content": prompt("screenwriter/planned", plang, plan=plan)}] if plan else []
-        )
-        return [
-            {"role": "system", "content": system},
-            {"role": "user", "content": chapter_block},
-            *notes,
-            {"role": "user", "content": task},
-        ]
-
-    attempts: list[Attempt] = []
-    usage = Usage()
-    cast_schema = cast_call_schema(max_characters)
-    cast_budget = 0 if known_cast else json_token_budget(cast_schema)
-    # Until the cast is known, size the script's budget for the longest possible ids.
-    script_estimate = json_token_budget(
-        script_call_schema([f"c{i}".ljust(32, "x") for i in range(max_characters)], panels, dialogue)
-    )
-
-    if think_tokens:
-        planned = llm.complete(
-            messages(
-                prompt(
-                    "screenwriter/plan",
-                    plang,
-                    panels=panels,
-                    dialogue=dialogue,
-                    max_characters=max_characters,
-                )
-            ),
-            sampling=sampling,
-            max_tokens=think_tokens,
-            thinking=True,
-            on_progress=_progress(on_progress, 0, think_tokens + cast_budget + script_estimate),
-            cancel=cancel,
-        )
-        plan = "\n\n".join(part.strip() for part in (planned.reasoning, planned.text) if part.strip())
-        usage.prompt_tokens += planned.usage.prompt_tokens
-        usage.completion_tokens += planned.usage.completion_tokens
-        usage.prompt_tokens_decoded += planned.usage.prompt_tokens_decoded
-        if planned.finish_reason == "length":
-            logger.warning(
-                "the plan used its whole budget of %d tokens; the screenplay follows it as far as it got "
-                "(raise think_tokens for a complete plan)",
-                think_tokens,
-            )
-        if not plan:
-            logger.warning("the planning call returned nothing; writing without a plan")
-    offset = think_tokens
-
+    plan = plan_step(llm, prompts, context.share(0, budget.total))
+    prompts = prompts.with_plan(plan.value)
     if known_cast is None:
-        task = prompt(
-            "screenwriter/cast",
-            plang,
-            max_characters=max_characters,
-            max_name=MAX_NAME,
-            max_appearance=MAX_APPEARANCE,
-        )
-        data, tries = generate_json(
-            llm,
-            messages(task),
-            cast_schema,
-            repair=repair_cast,
-            validate=lambda d: cast_problems(d["characters"]),
-            max_attempts=max_attempts,
-            max_tokens=cast_budget,
-            sampling=sampling,
-            on_progress=_progress(on_progress, offset, offset + cast_budget + script_estimate),
-            cancel=cancel,
-            language=plang,
-            call="screenplay cast",
-        )
-        attempts += tries
-        characters = [Character.model_validate(c) for c in data["characters"]]
+        characters = cast_step(llm, prompts, budget.cast, context.share(budget.plan, budget.total))
     else:
-        characters = known_cast
-
-    cast_ids = [c.id for c in characters]
-    script_schema = script_call_schema(cast_ids, panels, dialogue)
-    script_budget = json_token_budget(script_schema)
-    task = prompt(
-        "screenwriter/script",
-        plang,
-        cast=_cast_listing(characters),
-        dialogue=dialogue,
-        panels=panels,
-        panel_ids=", ".join(panel_ids(panels)),
-        emotions=", ".join(EMOTIONS),
-        shots=", ".join(SHOTS),
-        angles=", ".join(ANGLES),
-        max_title=MAX_TITLE,
-        max_line=MAX_LINE,
-        max_action=MAX_ACTION,
-    )
-
-    def check_script(script: dict[str, Any]) -> list[str]:
-        problems = script_problems(script, cast_ids, panels)
-        if problems:
-            return problems
-        try:
-            assembled = assemble_screenplay(script, characters, language)
-        except ValidationError as e:  # cannot happen while the call schema matches the models
-            return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
-        return validate_screenplay(assembled.model_dump(mode="json"))
-
+        characters = Step(known_cast)
     try:
-        script, tries = generate_json(
-            llm,
-            messages(task),
-            script_schema,
-            repair=repair_script,
-            validate=check_script,
-            max_attempts=max_attempts,
-            max_tokens=script_budget,
-            sampling=sampling,
-            on_progress=_progress(on_progress, offset + cast_budget, offset + cast_budget + script_budget),
-            cancel=cancel,
-            language=plang,
-            call="screenplay script",
+        script = script_step(
+            llm, prompts, characters.value, context.share(budget.plan + budget.cast, budget.total)
         )
-    except InvalidOutputError as e:
-        e.attempts[:0] = [a.as_dict() for a in attempts]  # the cast call's tries come first
-        raise
-    attempts += tries
-    _add_usage(usage, attempts)
-    result = ScreenplayResult(assemble_screenplay(script, characters, language), attempts, usage, plan)
+    except InvalidOutputError as e:  # the cast call's tries come first in the error
+        raise InvalidOutputError(str(e), [*(a.as_dict() for a in characters.attempts), *e.attempts]) from e
+    screenplay = assemble_screenplay(script.value, characters.value, request.language)
+    attempts = characters.attempts + script.attempts
+    result = ScreenplayResult(screenplay, attempts, plan.usage + characters.usage + script.usage, plan.value)
     logger.info("screenplay: %s", result.summary())
     return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ..llm.base import PRESETS, Sampling
+from ..llm.base import Sampling, sampling_preset
 from .models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
 
 MAX_STYLE = 200
@@ -34,9 +34,7 @@ def check_count(name: str, value: Any, low: int, high: int) -> int:
 
 def sampling_settings(name: str, seed: int = 0) -> Sampling:
     """The sampling preset ``name`` with ``seed``; ``InputError`` lists the presets for an unknown one."""
-    if name not in PRESETS:
-        raise InputError(f"sampling preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}")
-    return PRESETS[name].replace(seed=check_count("seed", seed, 0, MAX_SEED))
+    return sampling_preset(name).replace(seed=check_count("seed", seed, 0, MAX_SEED))
 
 
 def check_chapter(chapter: Any, source: str = "chapter") -> str:

@@ -1,4 +1,4 @@
-"""What the OpenAI-compatible backend sends to each kind of server (FIELD-NOTES' table)."""
+"""What the OpenAI-compatible backend sends to each kind of server (ARCHITECTURE.md's table)."""
 
 from __future__ import annotations
 

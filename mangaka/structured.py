@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as _JsonSchemaError
 
 from .errors import Cancelled, ContextOverflowError, InvalidOutputError, SchemaError
-from .llm.base import LLM, CallContext, CancelFn, Message, ProgressFn, Sampling, Usage
+from .llm.base import LLM, CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage
 from .llm.budget import json_token_budget
 from .prompts import prompt
 from .repair import Repair, tidy_strings
@@ -176,75 +176,88 @@ def generate_json(
         if context.cancelled():
             raise Cancelled(f"{call}: generation was interrupted before try {number}")
         sent = _with_note(conversation, note)
-        try:
-            completion = llm.complete(
-                sent,
-                schema=schema,
-                sampling=sampling,
-                max_tokens=max_tokens,
-                thinking=False,
-                on_progress=context.on_progress,
-                cancel=context.cancel,
-            )
-        except ContextOverflowError as e:
-            if not attempts:
-                raise  # the request itself does not fit: the caller's message says so
-            raise InvalidOutputError(
-                f"{call}: try {number} of {max_attempts} no longer fits in the context ({e}). "
-                f"{_summary(attempts)}. Use a larger context or a stronger model.",
-                [a.as_dict() for a in attempts],
-            ) from e
-        text = completion.text
+        where = f"{call}: try {number} of {max_attempts}"
+        completion = _ask(llm, sent, schema, sampling, max_tokens, context, attempts, where)
+        text, note = completion.text, None
         if completion.finish_reason == "length":
             tokens = completion.usage.completion_tokens or max_tokens
             problems = [f"the reply was cut off at {tokens} tokens, before the JSON was complete"]
             attempts.append(Attempt(text, problems, "length", completion.usage, call))
-            logger.warning("%s: try %d of %d cut off at %d tokens", call, number, max_attempts, tokens)
+            logger.warning("%s cut off at %d tokens", where, tokens)
             # The cut reply is not echoed back: it would only eat the context that just ran out.
             note = prompt("structured/cut_off", language, tokens=tokens)
             continue
-        data, problems = parse_json(text)
-        repairs: list[Repair] = []
-        if not problems:
-            data, repairs = tidy_strings(data, schema)
-            problems = schema_problems(data, validator)
-        if not problems and repair is not None:
-            data, more = repair(data)
-            repairs += more
-        if not problems and validate is not None:
-            problems = validate(data)
-        fixed = [str(r) for r in repairs]
-        attempts.append(Attempt(text, problems, completion.finish_reason, completion.usage, call, fixed))
-        for r in fixed:
+        data, problems, repairs = _judge(text, schema, validator, repair, validate)
+        attempts.append(Attempt(text, problems, completion.finish_reason, completion.usage, call, repairs))
+        for r in repairs:
             logger.info("%s: try %d repaired %s", call, number, r)
         if not problems:
-            logger.info(
-                "%s: valid on try %d of %d%s",
-                call,
-                number,
-                max_attempts,
-                f" after {len(fixed)} repairs" if fixed else "",
-            )
+            done = f" after {len(repairs)} repairs" if repairs else ""
+            logger.info("%s: valid on try %d of %d%s", call, number, max_attempts, done)
             return data, attempts
-        logger.warning(
-            "%s: try %d of %d invalid (%d problems): %s",
-            call,
-            number,
-            max_attempts,
-            len(problems),
-            problems[0],
-        )
+        logger.warning("%s invalid (%d problems): %s", where, len(problems), problems[0])
         conversation = [
             *sent,
             {"role": "assistant", "content": text},
             {"role": "user", "content": _feedback(problems, language)},
         ]
-        note = None
     raise InvalidOutputError(
         f"{call}: the model's output was invalid on all {max_attempts} tries. {_summary(attempts)}. "
         "Try a stronger model, the 'greedy' sampling preset, or a smaller request.",
         [a.as_dict() for a in attempts],
     )
+
+
+def _ask(
+    llm: LLM,
+    sent: list[Message],
+    schema: dict[str, Any],
+    sampling: Sampling | None,
+    max_tokens: int,
+    context: CallContext,
+    attempts: list[Attempt],
+    where: str,
+) -> Completion:
+    """One constrained completion; a context overflow after the first try ends the call."""
+    try:
+        return llm.complete(
+            sent,
+            schema=schema,
+            sampling=sampling,
+            max_tokens=max_tokens,
+            thinking=False,
+            on_progress=context.on_progress,
+            cancel=context.cancel,
+        )
+    except ContextOverflowError as e:
+        if not attempts:
+            raise  # the request itself does not fit: the caller's message says so
+        raise InvalidOutputError(
+            f"{where} no longer fits in the context ({e}). {_summary(attempts)}. "
+            "Use a larger context or a stronger model.",
+            [a.as_dict() for a in attempts],
+        ) from e
+
+
+def _judge(
+    text: str,
+    schema: dict[str, Any],
+    validator: Draft202012Validator,
+    repair: RepairFn | None,
+    validate: Validate | None,
+) -> tuple[Any, list[str], list[str]]:
+    """A reply parsed, repaired and checked: ``(data, problems, repairs)``; no problems means accepted."""
+    data, problems = parse_json(text)
+    if problems:
+        return data, problems, []
+    data, repairs = tidy_strings(data, schema)
+    problems = schema_problems(data, validator)
+    if not problems and repair is not None:
+        data, more = repair(data)
+        repairs += more
+    if not problems and validate is not None:
+        problems = validate(data)
+    return data, problems, [str(r) for r in repairs]
 
 
 def _with_note(conversation: list[Message], note: str | None) -> list[Message]:

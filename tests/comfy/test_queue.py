@@ -28,7 +28,7 @@ BOOKS = {
 }
 
 
-def workflow(tmp: Path, panels: int = 2) -> Path:
+def workflow(tmp: Path, panels: int = 2, dialogue: int = 2) -> Path:
     """The storyboard example's API twin with the tiny model and a small page."""
     prompt = json.loads(twin_path("storyboard").read_text(encoding="utf-8"))
     for node in prompt.values():
@@ -36,10 +36,10 @@ def workflow(tmp: Path, panels: int = 2) -> Path:
         if node["class_type"] == "MangakaLoadLLM":
             inputs.update(model=MODEL, threads=1, gpu_layers=0)
         elif node["class_type"] == "MangakaScreenwriter":
-            inputs.update(panels=panels, dialogue_lines=2, max_characters=3, sampling="greedy")
+            inputs.update(panels=panels, dialogue_lines=dialogue, max_characters=3, sampling="greedy")
         elif node["class_type"] == "MangakaComposePage":
             inputs.update(page="custom", width=1240, height=1754)
-    path = tmp / f"storyboard-tiny-{panels}.json"
+    path = tmp / f"storyboard-tiny-{panels}-{dialogue}.json"
     path.write_text(json.dumps(prompt), encoding="utf-8")
     return path
 
@@ -148,7 +148,9 @@ def test_two_servers_share_a_book_and_one_stopping_mid_book_still_completes_it(c
     book = tmp_path / "book.txt"
     book.write_text(BOOKS["zh"] + "\n第四章 清晨\n\n天亮了，渡船又回来了。\n", encoding="utf-8")
     out = tmp_path / "out"
-    args = [str(book), "--workflow", str(workflow(tmp_path, panels=3)), "--server", a.url, "--server", b.url]
+    # Chapters long enough (8 panels, 12 lines: seconds each) that b is stopped in the middle of one.
+    long_chapters = workflow(tmp_path, panels=8, dialogue=12)
+    args = [str(book), "--workflow", str(long_chapters), "--server", a.url, "--server", b.url]
     running = queue(*args, "--out", str(out), wait=False)
     busy = lambda: {c.get("server") for c in state(out).values() if c.get("status") == "submitted"}  # noqa: E731
     wait_until(lambda: {a.url, b.url} <= busy())  # both servers have a chapter

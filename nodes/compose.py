@@ -21,6 +21,7 @@ from ..mangaka.compose import (
 )
 from ..mangaka.errors import InputError
 from ..mangaka.page.storyboard import DEFAULT_HEIGHT, DEFAULT_WIDTH, MAX_SIDE, MIN_SIDE, render_card
+from ..mangaka.screenplay.models import Screenplay
 from ..mangaka.screenplay.validate import load_screenplay
 from . import _comfy
 from .screenplay import SCREENPLAY
@@ -73,7 +74,8 @@ def screenplay_inputs() -> list:
     ]
 
 
-def _screenplay(screenplay: dict | None, json_text: str | None, node: str):
+def read_screenplay(screenplay: dict | None, json_text: str | None, node: str) -> Screenplay:
+    """The screenplay a node was given: the Screenwriter's, or one found in raw LLM text."""
     if screenplay is not None:
         return load_screenplay(screenplay, source=f"{node}: screenplay")
     if json_text and json_text.strip():
@@ -171,7 +173,7 @@ class ScreenplayToPrompts(io.ComfyNode):
         bible_file: str | None = None,
     ) -> io.NodeOutput:
         node = "Screenplay → SD Prompts"
-        parsed = _screenplay(screenplay, json_text, node)
+        parsed = read_screenplay(screenplay, json_text, node)
         overrides = []
         if bible_file not in (None, _comfy.NONE):
             overrides += load_bible_file(bible_path(bible_file))
@@ -227,7 +229,7 @@ class Storyboard(io.ComfyNode):
         import numpy as np
         import torch
 
-        parsed = _screenplay(screenplay, json_text, "Storyboard")
+        parsed = read_screenplay(screenplay, json_text, "Storyboard")
         bar = _comfy.Progress(len(parsed.panels))
         cards = []
         for i in range(len(parsed.panels)):

@@ -9,6 +9,7 @@ from comfy_api.latest import io, ui
 
 from ..mangaka.errors import InputError
 from ..mangaka.page.layout import (
+    DIRECTIONS,
     MAX_PANELS_PER_PAGE,
     PAGE_PRESETS,
     LayoutOptions,
@@ -19,12 +20,11 @@ from ..mangaka.page.layout import (
 from ..mangaka.page.lettering import LetteringOptions
 from ..mangaka.page.render import compose_pages, group_by_chapter, preview_layout
 from . import _comfy
-from .compose import _screenplay, screenplay_inputs
+from .compose import read_screenplay, screenplay_inputs
 
 log = logging.getLogger("mangaka")
 
 CUSTOM = "custom"
-DIRECTIONS = ["rtl", "ltr", "vertical"]
 
 
 def _layout_inputs() -> list:
@@ -36,7 +36,7 @@ def _layout_inputs() -> list:
         ),
         io.Combo.Input(
             "direction",
-            options=DIRECTIONS,
+            options=list(DIRECTIONS),
             default="rtl",
             tooltip="rtl: manga (right to left); ltr: comics; vertical: webtoon strip",
         ),
@@ -186,11 +186,11 @@ def _screenplays(screenplay, json_text) -> list:
     """Every screenplay given (a list under is_input_list: one per chapter in a book run)."""
     given = [s for s in (screenplay or []) if s is not None]
     if given:
-        return [_screenplay(s, None, "Compose Page") for s in given]
+        return [read_screenplay(s, None, "Compose Page") for s in given]
     texts = [t for t in (json_text or []) if t and t.strip()]
     if texts:
-        return [_screenplay(None, t, "Compose Page") for t in texts]
-    return [_screenplay(None, None, "Compose Page")]  # raises: connect one
+        return [read_screenplay(None, t, "Compose Page") for t in texts]
+    return [read_screenplay(None, None, "Compose Page")]  # raises: connect one
 
 
 class PreviewLayout(io.ComfyNode):
@@ -210,7 +210,7 @@ class PreviewLayout(io.ComfyNode):
 
     @classmethod
     def execute(cls, screenplay: dict | None = None, json_text: str | None = None, **kw) -> io.NodeOutput:
-        parsed = _screenplay(screenplay, json_text, "Preview Page Layout")
+        parsed = read_screenplay(screenplay, json_text, "Preview Page Layout")
         try:
             pages = layout_pages(parsed.panels, _layout_options(**kw))
         except InputError as exc:

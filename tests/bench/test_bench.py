@@ -86,3 +86,13 @@ def test_remote_concurrency_figures_print():
         assert os.environ.get("MANGAKA_REQUIRE_LLAMA_SERVER") != "1", "llama-server must be built for CI"
         return
     assert figures["remote_n1_tok_s"] > 0 and figures["remote_n4_tok_s"] > 0
+
+
+def test_demo_figures_time_the_readme_command():
+    """``demo_seconds``: the demo run as users run it, in a fresh process; every retry and repair
+    it needed is counted from its log."""
+    figures = bench("--only", "demo")
+    assert figures["demo_seconds"] > 0
+    assert figures["demo_retries"] >= 0 and figures["demo_repairs"] >= 0
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`demo_seconds`, `demo_retries`, `demo_repairs`" in readme

@@ -22,7 +22,17 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as _JsonSchemaError
 
 from .errors import Cancelled, ContextOverflowError, InvalidOutputError, SchemaError
-from .llm.base import LLM, CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage
+from .llm.base import (
+    LLM,
+    CallContext,
+    CancelFn,
+    Completion,
+    Message,
+    ProgressFn,
+    Sampling,
+    Usage,
+    call_context,
+)
 from .llm.budget import json_token_budget
 from .prompts import prompt
 from .repair import Repair, tidy_strings
@@ -162,10 +172,7 @@ def generate_json(
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
-    if context is None:
-        context = CallContext(on_progress, cancel)
-    elif on_progress is not None or cancel is not None:
-        raise TypeError("give either a context or on_progress/cancel, not both")
+    context = call_context(context, on_progress, cancel)
     validator = check_schema(schema)
     if max_tokens is None:
         max_tokens = json_token_budget(schema)
@@ -226,8 +233,7 @@ def _ask(
             sampling=sampling,
             max_tokens=max_tokens,
             thinking=False,
-            on_progress=context.on_progress,
-            cancel=context.cancel,
+            context=context,
         )
     except ContextOverflowError as e:
         if not attempts:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from ..chapters import Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
 from ..fileio import write_atomic
-from ..llm.base import LLM
+from ..llm.base import LLM, CallContext
 from ..screenplay import write_screenplay
 from ..screenplay.request import ScreenplayRequest, check_chapter
 
@@ -69,13 +69,15 @@ def write_book(
     max_chars: int = 20000,
     request: ScreenplayRequest | None = None,
     selection: Selection | None = None,
+    context: CallContext | None = None,
     **screenplay: Any,
 ) -> BookResult:
     """Every selected chapter's screenplay, ``concurrency`` at a time; see the module docstring.
 
     ``request`` (or its options, ``**screenplay``) applies to every chapter; it is checked once,
     before any chapter is written. ``selection``: ``select_chapters(book, chapters)`` already
-    made (the book is not read again)."""
+    made (the book is not read again). ``context``: how to stop the run (``cancel``), and where
+    each chapter's progress goes (chapters in flight report to it in turn)."""
     if concurrency < 1:
         raise InputError(f"concurrency must be at least 1, got {concurrency}")
     if request is None:
@@ -95,7 +97,7 @@ def write_book(
 
     def one(item: tuple[Chapter, Path]) -> Path:
         chapter, path = item
-        done = write_screenplay(llm, chapter.text, request)
+        done = write_screenplay(llm, chapter.text, request, context=context)
         data = done.screenplay.model_dump(mode="json")
         if done.thinking:  # the plan first: a screenplay on disk always has its plan beside it
             write_atomic(path.with_suffix(".thinking.txt"), done.thinking + "\n")

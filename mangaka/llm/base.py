@@ -88,6 +88,17 @@ class CallContext:
         return self.cancel is not None and bool(self.cancel())
 
 
+def call_context(
+    context: CallContext | None, on_progress: ProgressFn | None = None, cancel: CancelFn | None = None
+) -> CallContext:
+    """``context``, or one made of the ``on_progress``/``cancel`` shorthands; never both."""
+    if context is None:
+        return CallContext(on_progress, cancel)
+    if on_progress is not None or cancel is not None:
+        raise TypeError("give either a context or on_progress/cancel, not both")
+    return context
+
+
 @dataclass
 class Completion:
     text: str
@@ -103,6 +114,8 @@ class LLM(Protocol):
     ``schema``: a JSON Schema the output must match (decoding is constrained and thinking is
     off). ``thinking``: let the model reason first (free text only); the reasoning comes back in
     ``Completion.reasoning``. ``max_tokens`` bounds the generated tokens, thinking included.
+    ``context``: where progress goes and how to stop (``on_progress``/``cancel`` are shorthands for
+    it; give one or the other).
     """
 
     name: str
@@ -117,6 +130,7 @@ class LLM(Protocol):
         thinking: bool = False,
         on_progress: ProgressFn | None = None,
         cancel: CancelFn | None = None,
+        context: CallContext | None = None,
     ) -> Completion: ...
 
     def count_tokens(self, messages: list[Message], *, thinking: bool = False) -> int: ...

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Cancelled, ContextOverflowError, GenerationError, MangakaError
-from .base import CancelFn, Completion, Message, ProgressFn, Sampling, Usage
+from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage, call_context
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
 from .constrain import DEFAULT_ENGINE, ENGINES, make_constraint
 from .decode import decode
@@ -167,7 +167,10 @@ class LlamaCppLLM:
         on_progress: ProgressFn | None = None,
         cancel: CancelFn | None = None,
         engine: str | None = None,
+        context: CallContext | None = None,
     ) -> Completion:
+        ctx = call_context(context, on_progress, cancel)
+        on_progress, cancel = ctx.on_progress, ctx.cancel
         sampling = sampling or Sampling()
         if schema is not None and thinking:
             log.info("thinking turned off: output is constrained to a schema")

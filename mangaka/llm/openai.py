@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import Cancelled, ContextOverflowError, GenerationError, InputError, MangakaError
-from .base import CancelFn, Completion, Message, ProgressFn, Sampling, Usage
+from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage, call_context
 from .chat import normalize_messages, split_reasoning
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,10 @@ class OpenAICompatibleLLM:
         thinking: bool = False,
         on_progress: ProgressFn | None = None,
         cancel: CancelFn | None = None,
+        context: CallContext | None = None,
     ) -> Completion:
+        ctx = call_context(context, on_progress, cancel)
+        on_progress, cancel = ctx.on_progress, ctx.cancel
         if schema is not None and thinking:
             log.info("thinking turned off: output is constrained to a schema")
             thinking = False

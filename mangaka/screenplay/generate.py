@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError, InvalidOutputError
-from ..llm.base import LLM, CallContext, CancelFn, Message, ProgressFn, Usage
+from ..llm.base import LLM, CallContext, CancelFn, Message, ProgressFn, Usage, call_context
 from ..llm.budget import json_token_budget
 from ..prompts import prompt
 from ..structured import Attempt, generate_json, json_path
@@ -261,8 +261,7 @@ def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
         sampling=request.sampling_settings,
         max_tokens=request.think_tokens,
         thinking=True,
-        on_progress=context.on_progress,
-        cancel=context.cancel,
+        context=context,
     )
     plan = "\n\n".join(part.strip() for part in (planned.reasoning, planned.text) if part.strip())
     if planned.finish_reason == "length":
@@ -367,10 +366,7 @@ def write_screenplay(
         request = ScreenplayRequest(**options)
     elif options:
         raise TypeError(f"give either a request or its options, not both ({', '.join(options)})")
-    if context is None:
-        context = CallContext(on_progress, cancel)
-    elif on_progress is not None or cancel is not None:
-        raise TypeError("give either a context or on_progress/cancel, not both")
+    context = call_context(context, on_progress, cancel)
     check_chapter(chapter)
     known_cast = _check_cast(cast) if cast is not None else None
     prompts = Prompts.build(request, chapter)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mangaka.errors import Cancelled, ContextOverflowError, InputError, InvalidOutputError, SchemaError
-from mangaka.llm.base import Completion, Message, Sampling, Usage
+from mangaka.llm.base import CallContext, Completion, Message, Sampling, Usage, call_context
 from mangaka.llm.budget import json_token_budget
 from mangaka.screenplay import Character, validate_screenplay, write_screenplay
 from mangaka.structured import generate_json
@@ -37,7 +37,9 @@ class FakeScriptedLLM:
         thinking: bool = False,
         on_progress: Any = None,
         cancel: Any = None,
+        context: CallContext | None = None,
     ) -> Completion:
+        on_progress = call_context(context, on_progress, cancel).on_progress
         self.calls.append(
             {
                 "messages": copy.deepcopy(messages),
@@ -529,4 +531,33 @@ def test_inputs_are_checked_before_any_call(kwargs: dict[str, Any], message: str
     chapter = args.pop("chapter")
     with pytest.raises(InputError, match=message):
         write_screenplay(llm, chapter, **args)
+    assert llm.calls == []
+
+
+def test_one_call_context_reaches_every_call_and_the_shorthands_mean_the_same():
+    seen: dict[str, list[tuple[int, int]]] = {"context": [], "shorthand": []}
+    for how in seen:
+        llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
+        report = seen[how].append
+        if how == "context":
+            write_screenplay(
+                llm,
+                CHAPTER,
+                panels=3,
+                dialogue=4,
+                context=CallContext(lambda d, t, report=report: report((d, t))),
+            )
+        else:
+            write_screenplay(
+                llm, CHAPTER, panels=3, dialogue=4, on_progress=lambda d, t, report=report: report((d, t))
+            )
+    assert seen["context"] == seen["shorthand"] and len(seen["context"]) == 2
+    with pytest.raises(TypeError, match="either a context or on_progress/cancel"):
+        write_screenplay(FakeScriptedLLM(), CHAPTER, context=CallContext(), cancel=lambda: False)
+
+
+def test_a_cancelled_context_stops_before_the_first_try():
+    llm = FakeScriptedLLM(CAST)
+    with pytest.raises(Cancelled, match="interrupted before try 1"):
+        generate_json(llm, MESSAGES, SCHEMA, context=CallContext(cancel=lambda: True))
     assert llm.calls == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,46 @@ def test_manga_page_runs_through_compose_page_with_a_stand_in_image_model(server
     assert result.status == "success", result.describe()
     saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
     assert len(result.outputs[saved]["images"]) == 1
+
+
+TINY_CHECKPOINT = "tiny-sd15-random.safetensors"
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(server):  # noqa: F811
+    """A random-weight SD1.5 checkpoint in this server's models/checkpoints (tiny_checkpoint.py)."""
+    folder = server.base_dir / "models" / "checkpoints"
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / (TINY_CHECKPOINT + ".part")
+    writer = Path(__file__).with_name("tiny_checkpoint.py")
+    command = [str(server.install.python), str(writer), str(server.install.comfy_dir), str(partial)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    partial.rename(folder / TINY_CHECKPOINT)
+    return TINY_CHECKPOINT
+
+
+def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoint):  # noqa: F811
+    """The example as shipped, with a real checkpoint (random weights), a real KSampler and VAE
+    Decode: one queued run samples once per panel and Compose Page letters the page."""
+    panels = 3
+    prompt = _tiny(twin("manga_page"), panels=panels)
+    for node in prompt.values():
+        if node["class_type"] == "CheckpointLoaderSimple":
+            node["inputs"]["ckpt_name"] = tiny_checkpoint
+        elif node["class_type"] == "EmptyLatentImage":
+            node["inputs"].update(width=64, height=96)
+        elif node["class_type"] == "KSampler":
+            node["inputs"]["steps"] = 2
+    decode = next(k for k, v in prompt.items() if v["class_type"] == "VAEDecode")
+    prompt["901"] = {"class_type": "PreviewImage", "inputs": {"images": [decode, 0]}}
+    result = server.run_prompt(prompt, timeout=600)
+    assert result.status == "success", result.describe()
+    assert len(result.outputs["901"]["images"]) == panels  # the sampler ran once per panel
+    saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
+    [page] = result.outputs[saved]["images"]
+    with Image.open(server.base_dir / "output" / page["subfolder"] / page["filename"]) as image:
+        assert image.size == (2480, 3508)  # the example's A4 page at 300 dpi
 
 
 def test_examples_folder_has_only_listed_workflows():

@@ -509,3 +509,23 @@ class ComfyServer:
     def free(self, unload_models: bool = True, free_memory: bool = True) -> int:
         """POST /free: the worker acts on it at once when idle, else after the running prompt."""
         return self.request("POST", "/free", {"unload_models": unload_models, "free_memory": free_memory})[0]
+
+
+TINY_CHECKPOINT = "tiny-sd15-random.safetensors"
+
+
+def write_tiny_checkpoint(server: ComfyServer, name: str = TINY_CHECKPOINT) -> str:
+    """Write the random-weight SD1.5 checkpoint (``tiny_checkpoint.py``) into the server's
+    ``models/checkpoints`` with ComfyUI's own interpreter; returns its ``ckpt_name``."""
+    folder = server.base_dir / "models" / "checkpoints"
+    if (folder / name).is_file():
+        return name
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / (name + ".part")
+    writer = Path(__file__).with_name("tiny_checkpoint.py")
+    command = [str(server.install.python), str(writer), str(server.install.comfy_dir), str(partial)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {run.returncode}:\n{run.stderr[-3000:]}")
+    partial.rename(folder / name)
+    return name

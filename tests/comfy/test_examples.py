@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from PIL import Image
 
 from tests.comfy.browser import VIRTUAL_TYPES, BrowserUnavailable, ComfyPage, chromium_path
 from tests.comfy.examples import EXAMPLES, SPECS, twin_path
+from tests.comfy.harness import write_tiny_checkpoint
 from tests.comfy.test_nodes import MODEL, server  # noqa: F401 - the module's server fixture
 
 NAMES = sorted(SPECS)
@@ -162,21 +162,10 @@ def test_manga_page_runs_through_compose_page_with_a_stand_in_image_model(server
     assert len(result.outputs[saved]["images"]) == 1
 
 
-TINY_CHECKPOINT = "tiny-sd15-random.safetensors"
-
-
 @pytest.fixture(scope="module")
 def tiny_checkpoint(server):  # noqa: F811
     """A random-weight SD1.5 checkpoint in this server's models/checkpoints (tiny_checkpoint.py)."""
-    folder = server.base_dir / "models" / "checkpoints"
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / (TINY_CHECKPOINT + ".part")
-    writer = Path(__file__).with_name("tiny_checkpoint.py")
-    command = [str(server.install.python), str(writer), str(server.install.comfy_dir), str(partial)]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    partial.rename(folder / TINY_CHECKPOINT)
-    return TINY_CHECKPOINT
+    return write_tiny_checkpoint(server)
 
 
 def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoint):  # noqa: F811

@@ -1,6 +1,7 @@
 """Fixtures for the comfy tier: a real ComfyUI 0.3.75 with the pack linked into custom_nodes/.
 
-- ``comfy``: the session's server with this checkout linked as ``custom_nodes/comfyui-mangaka``.
+- ``comfy``: the session's server with this checkout linked as ``custom_nodes/comfyui-mangaka``
+  and the test-only probe pack ``tests/comfy/probes`` as ``custom_nodes/mangaka-test-probes``.
 - ``comfy_factory(packs={name: folder}, extra_args=(), env=None)``: start another server (its
   own base directory and port), e.g. with a different pack; stopped at the end of the session.
 - ``comfy_install``: where ComfyUI and its python are (see ``harness.find_install``).
@@ -20,6 +21,9 @@ try:
 except ImportError:  # tests/comfy is not a package: pytest put this folder on sys.path instead
     from harness import CHECKOUT, PACK_FOLDER, ComfyInstall, ComfyServer, ComfyUnavailable, find_install
 
+PROBES_FOLDER = "mangaka-test-probes"
+PROBES = CHECKOUT / "tests" / "comfy" / "probes"
+
 
 @pytest.fixture(scope="session")
 def comfy_install() -> ComfyInstall:
@@ -38,7 +42,7 @@ def comfy_factory(comfy_install, tmp_path_factory):
     servers: list[ComfyServer] = []
 
     def start(packs=None, extra_args=(), env=None) -> ComfyServer:
-        packs = {PACK_FOLDER: CHECKOUT} if packs is None else packs
+        packs = {PACK_FOLDER: CHECKOUT, PROBES_FOLDER: PROBES} if packs is None else packs
         base = tmp_path_factory.mktemp("comfy-base")
         server = ComfyServer(comfy_install, base, packs, extra_args=extra_args, env=env)
         servers.append(server)

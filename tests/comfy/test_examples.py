@@ -1,9 +1,12 @@
 """The example workflows in ComfyUI's server and in its real web page.
 
 - Server: every node type of every example is registered; the examples are listed by the
-  template browser; ``storyboard`` runs end to end with the tiny model; ``manga_page`` without
-  its checkpoint is refused naming it, and runs through Compose Page with a stand-in for the
-  image model (a test-only variant).
+  template browser; ``storyboard`` and ``book_batch`` run end to end with the tiny model;
+  ``manga_page`` without its checkpoint is refused naming it, and with a real checkpoint (random
+  weights, written at test time) its KSampler runs once per panel and Compose Page puts every
+  image in its panel's frame by panel id; the same for a two-chapter book through the sampler.
+  A probe pack (tests/comfy/probes) tints the k-th drawn image with colour k, so the test reads
+  off the saved pages which image landed where.
 - Browser (headless Debian chromium through Playwright): each example loads with no missing
   node, the expected node count, and its API-format twin equals what the front end's
   ``app.graphToPrompt()`` makes of it, so a UI file changed without regenerating the twin
@@ -22,6 +25,7 @@ from PIL import Image
 from tests.comfy.browser import VIRTUAL_TYPES, BrowserUnavailable, ComfyPage, chromium_path
 from tests.comfy.examples import EXAMPLES, SPECS, twin_path
 from tests.comfy.harness import write_tiny_checkpoint
+from tests.comfy.probes import TINT, tag_colour
 from tests.comfy.test_nodes import MODEL, server  # noqa: F401 - the module's server fixture
 
 NAMES = sorted(SPECS)
@@ -114,52 +118,10 @@ def test_book_batch_example_gives_every_chapter_its_pages_in_one_run(server):  #
     assert len(result.outputs[saved]["images"]) == 3  # three chapters of two panels: a page each
 
 
-def test_a_book_with_one_image_per_panel_gets_each_chapters_images(server):  # noqa: F811
-    """Several chapters with one image per panel in a flat list, as SD Prompts' lists through a
-    sampler give them (RebatchImages to 1 stands in for the sampler), and SD Prompts' panel ids:
-    Compose Page cuts both by the chapters' panel counts."""
-    prompt = _tiny(twin("book_batch"))
-    writer = next(k for k, v in prompt.items() if v["class_type"] == "MangakaScreenwriter")
-    cards = next(k for k, v in prompt.items() if v["class_type"] == "MangakaStoryboard")
-    compose = next(k for k, v in prompt.items() if v["class_type"] == "MangakaComposePage")
-    prompt["901"] = {"class_type": "RebatchImages", "inputs": {"images": [cards, 0], "batch_size": 1}}
-    prompt["902"] = {
-        "class_type": "MangakaScreenplayToPrompts",
-        "inputs": {"screenplay": [writer, 0], "style": "manga_bw", "mode": "tags", "json_text": ""},
-    }
-    prompt["903"] = {"class_type": "PreviewAny", "inputs": {"source": [compose, 2]}}  # report
-    prompt[compose]["inputs"].update(images=["901", 0], panel_ids=["902", 4])
-    result = server.run_prompt(prompt, timeout=600)
-    assert result.status == "success", result.describe()
-    saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
-    assert len(result.outputs[saved]["images"]) == 3  # three chapters of two panels: a page each
-    report = "\n".join(result.outputs["903"]["text"]).splitlines()  # "<title>: 1 pages, 2 panels"
-    assert len(report) == 3 and all(line.endswith(": 1 pages, 2 panels") for line in report), report
-
-
 def test_manga_page_without_its_checkpoint_is_refused_naming_it(server):  # noqa: F811
     status, body = server.post_prompt(_tiny(twin("manga_page")))
     assert status == 400
     assert "sd_xl_base_1.0.safetensors" in json.dumps(body)
-
-
-def test_manga_page_runs_through_compose_page_with_a_stand_in_image_model(server):  # noqa: F811
-    """Test-only variant: the checkpoint, text encoders, sampler and decoder are replaced by an
-    empty image per panel; everything else is the example as shipped."""
-    prompt = _tiny(twin("manga_page"), panels=3)
-    image_model = {"CheckpointLoaderSimple", "CLIPTextEncode", "EmptyLatentImage", "KSampler", "VAEDecode"}
-    prompt = {k: v for k, v in prompt.items() if v["class_type"] not in image_model}
-    prompt["900"] = {
-        "class_type": "EmptyImage",
-        "inputs": {"width": 832, "height": 1216, "batch_size": 3, "color": 0x777777},
-    }
-    compose = next(k for k, v in prompt.items() if v["class_type"] == "MangakaComposePage")
-    prompt[compose]["inputs"]["images"] = ["900", 0]
-    prompt[compose]["inputs"].pop("panel_ids")  # one batch of three: images go to panels in order
-    result = server.run_prompt(prompt, timeout=300)
-    assert result.status == "success", result.describe()
-    saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
-    assert len(result.outputs[saved]["images"]) == 1
 
 
 @pytest.fixture(scope="module")
@@ -168,27 +130,169 @@ def tiny_checkpoint(server):  # noqa: F811
     return write_tiny_checkpoint(server)
 
 
-def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoint):  # noqa: F811
-    """The example as shipped, with a real checkpoint (random weights), a real KSampler and VAE
-    Decode: one queued run samples once per panel and Compose Page letters the page."""
-    panels = 3
-    prompt = _tiny(twin("manga_page"), panels=panels)
+IMAGE_HALF = {
+    "MangakaScreenplayToPrompts",
+    "CheckpointLoaderSimple",
+    "CLIPTextEncode",
+    "EmptyLatentImage",
+    "KSampler",
+    "VAEDecode",
+}
+
+
+def _of(prompt: dict, class_type: str) -> str:
+    return next(k for k, v in prompt.items() if v["class_type"] == class_type)
+
+
+def _sampled(prompt: dict, checkpoint: str, panels: int) -> dict:
+    """The example on the tiny models: the test checkpoint, a 64×96 latent, two sampler steps."""
+    _tiny(prompt, panels=panels)
     for node in prompt.values():
         if node["class_type"] == "CheckpointLoaderSimple":
-            node["inputs"]["ckpt_name"] = tiny_checkpoint
+            node["inputs"]["ckpt_name"] = checkpoint
         elif node["class_type"] == "EmptyLatentImage":
             node["inputs"].update(width=64, height=96)
         elif node["class_type"] == "KSampler":
             node["inputs"]["steps"] = 2
-    decode = next(k for k, v in prompt.items() if v["class_type"] == "VAEDecode")
-    prompt["901"] = {"class_type": "PreviewImage", "inputs": {"images": [decode, 0]}}
+    return prompt
+
+
+def _tagged(prompt: dict, order: str) -> dict:
+    """The probe (tests/comfy/probes) between VAE Decode and Compose Page: the k-th image the
+    sampler drew is tinted with colour k; previews of the images, their ids and the layout."""
+    decode, prompts = _of(prompt, "VAEDecode"), _of(prompt, "MangakaScreenplayToPrompts")
+    compose = _of(prompt, "MangakaComposePage")
+    prompt["910"] = {
+        "class_type": "MangakaTestTagPanels",
+        "inputs": {"images": [decode, 0], "panel_ids": [prompts, 4], "order": order},
+    }
+    prompt[compose]["inputs"].update(images=["910", 0], panel_ids=["910", 1])
+    prompt["911"] = {"class_type": "PreviewImage", "inputs": {"images": [decode, 0]}}
+    prompt["912"] = {"class_type": "PreviewAny", "inputs": {"source": [prompts, 4]}}  # ids, drawn order
+    prompt["913"] = {"class_type": "PreviewAny", "inputs": {"source": [compose, 1]}}  # layout_json
+    return prompt
+
+
+def _colour_in(page: Image.Image, frame: dict, candidates: range) -> int:
+    """Which tag colour fills most of ``frame`` (balloons and borders aside), by a grid of samples."""
+    grey = 128  # the random checkpoint's images are near-uniform mid grey
+    expected = {k: tuple(TINT * c + (1 - TINT) * grey for c in tag_colour(k)) for k in candidates}
+    votes = dict.fromkeys(candidates, 0)
+    samples = 0
+    for gy in range(1, 20):
+        for gx in range(1, 20):
+            pixel = page.getpixel((frame["x"] + frame["w"] * gx // 20, frame["y"] + frame["h"] * gy // 20))
+            samples += 1
+            k, distance = min(
+                (
+                    (k, max(abs(a - b) for a, b in zip(pixel, rgb, strict=True)))
+                    for k, rgb in expected.items()
+                ),
+                key=lambda kd: kd[1],
+            )
+            if distance < 40:
+                votes[k] += 1
+    best = max(votes, key=votes.get)
+    assert votes[best] > samples // 3, (frame, votes)
+    return best
+
+
+def _check_placement(server, result, prompt: dict, chapters: list[int]) -> None:  # noqa: F811
+    """Every frame of every saved page shows the image drawn for its panel id, in its chapter."""
+    ids = result.outputs["912"]["text"]  # panel ids in the order the sampler drew them
+    assert len(ids) == sum(chapters)
+    layout = json.loads(result.outputs["913"]["text"][0])
+    layouts = layout["chapters"] if len(chapters) > 1 else [layout]
+    saved = result.outputs[_of(prompt, "SaveImage")]["images"]
+    assert len(saved) == sum(len(c["pages"]) for c in layouts)
+    files = iter(saved)
+    start = 0
+    for count, chapter in zip(chapters, layouts, strict=True):
+        drawn = ids[start : start + count]
+        placed = set()
+        for page in chapter["pages"]:
+            entry = next(files)
+            with Image.open(server.base_dir / "output" / entry["subfolder"] / entry["filename"]) as image:
+                rgb = image.convert("RGB")
+                for frame in page["frames"]:
+                    k = _colour_in(rgb, frame, range(len(ids)))
+                    assert start <= k < start + count, (
+                        f"a frame of chapter {chapters.index(count) + 1} shows image {k}"
+                    )
+                    assert drawn[k - start] == frame["panel_id"], (frame, k, drawn)
+                    placed.add(frame["panel_id"])
+        assert placed == set(drawn)
+        start += count
+
+
+def _check_progress(result, prompt: dict, busy: tuple[str, ...]) -> None:
+    """Every node of the run reaches the front end: ``execution_cached`` or an ``executing``
+    message for each, ComfyUI's per-node progress state ending "finished" for each that ran, and
+    progress bars from the slow ones."""
+    cached = {node for m in result.of_type("execution_cached") for node in m.get("nodes", [])}
+    executing = {m.get("node") for m in result.of_type("executing")}
+    assert set(prompt) <= executing | cached, sorted(set(prompt) - executing - cached)
+    final = result.of_type("progress_state")[-1]["nodes"]
+    states = {node: final.get(node, {}).get("state") for node in set(prompt) - cached}
+    assert set(states.values()) == {"finished"}, states
+    with_bars = {m.get("node") for m in result.progress}
+    for class_type in busy:
+        nodes = {k for k, v in prompt.items() if v["class_type"] == class_type}
+        assert nodes <= with_bars, (class_type, sorted(with_bars))
+
+
+def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoint):  # noqa: F811
+    """The example as shipped, with a real checkpoint (random weights), a real KSampler and VAE
+    Decode: one queued run samples once per panel, and Compose Page puts each image in its
+    panel's frame by panel id even when the images arrive reversed (the probe tints the k-th
+    drawn image with colour k and reverses the list), letters the page and saves it."""
+    panels = 3
+    prompt = _tagged(_sampled(twin("manga_page"), tiny_checkpoint, panels), order="reverse")
     result = server.run_prompt(prompt, timeout=600)
     assert result.status == "success", result.describe()
-    assert len(result.outputs["901"]["images"]) == panels  # the sampler ran once per panel
-    saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
-    [page] = result.outputs[saved]["images"]
+    assert len(result.outputs["911"]["images"]) == panels  # the sampler ran once per panel
+    [page] = result.outputs[_of(prompt, "SaveImage")]["images"]
     with Image.open(server.base_dir / "output" / page["subfolder"] / page["filename"]) as image:
         assert image.size == (2480, 3508)  # the example's A4 page at 300 dpi
+    _check_placement(server, result, prompt, [panels])
+    _check_progress(result, prompt, busy=("MangakaScreenwriter", "KSampler", "MangakaComposePage"))
+
+
+def _book_with_a_sampler(checkpoint: str, chapters: str) -> dict:
+    """``book_batch`` with its Storyboard swapped for ``manga_page``'s image half (SD Prompts,
+    the checkpoint, text encoders, KSampler, VAE Decode) and the probe before Compose Page."""
+    book = _tiny(twin("book_batch"), panels=3)
+    page = _sampled(twin("manga_page"), checkpoint, panels=3)
+    half = {k: v for k, v in page.items() if v["class_type"] in IMAGE_HALF}
+    rename = {k: f"7{int(k):02d}" for k in half}
+    for k, node in half.items():
+        inputs = {
+            name: [rename[value[0]], value[1]] if isinstance(value, list) and value[0] in rename else value
+            for name, value in node["inputs"].items()
+        }
+        book[rename[k]] = {**node, "inputs": inputs}
+    del book[_of(book, "MangakaStoryboard")]
+    book[_of(book, "MangakaScreenplayToPrompts")]["inputs"]["screenplay"] = [
+        _of(book, "MangakaScreenwriter"),
+        0,
+    ]
+    book[_of(book, "MangakaSplitChapters")]["inputs"]["chapters"] = chapters
+    return _tagged(book, order="keep")
+
+
+def test_a_book_with_a_real_sampler_gives_each_chapter_the_images_of_its_own_panels(
+    server,  # noqa: F811
+    tiny_checkpoint,
+):
+    """Two chapters in one queued run through the real sampler: SD Prompts' lists carry both
+    chapters' panels (six images in a row), and Compose Page gives each chapter a page made of
+    its own panels' images, each in its panel's frame."""
+    prompt = _book_with_a_sampler(tiny_checkpoint, chapters="1-2")
+    result = server.run_prompt(prompt, timeout=600)
+    assert result.status == "success", result.describe()
+    assert len(result.outputs["911"]["images"]) == 6  # 2 chapters × 3 panels, one sample each
+    _check_placement(server, result, prompt, [3, 3])
+    _check_progress(result, prompt, busy=("MangakaScreenwriter", "KSampler", "MangakaComposePage"))
 
 
 def test_examples_folder_has_only_listed_workflows():

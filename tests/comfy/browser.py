@@ -8,6 +8,8 @@ through the front end's own ``app`` object, the way a user's browser does it.
   holds (node count, missing node types, nodes with errors); ``to_prompt()`` is
   ``app.graphToPrompt()`` (the API format the server runs); ``build(spec)`` makes a UI-format
   workflow from a spec with the front end's own node classes (``examples.py``);
+  ``set_widgets(node_type, values)``; ``queue()`` clicks the Run (queue) button, as a user does;
+  ``images(node_type)`` are the images a node shows once loaded by the browser;
   ``screenshot(path)``.
 """
 
@@ -139,6 +141,25 @@ _GRAPH_BOX = """() => {
 }"""
 
 
+_SET_WIDGETS = """([type, values]) => {
+  const nodes = app.graph._nodes.filter(n => n.type === type);
+  if (!nodes.length) throw new Error(`no ${type} node in the graph`);
+  for (const node of nodes) {
+    for (const [name, value] of Object.entries(values)) {
+      const w = (node.widgets || []).find(w => w.name === name);
+      if (!w) throw new Error(`${type} has no widget ${name}: ${(node.widgets || []).map(w => w.name)}`);
+      w.value = value;
+    }
+  }
+  app.graph.setDirtyCanvas(true, true);
+  return nodes.length;
+}"""
+
+_IMAGES = """(type) => app.graph._nodes.filter(n => n.type === type).flatMap(n => (n.imgs || [])
+  .filter(i => i.complete && i.naturalWidth > 0)
+  .map(i => ({node: String(n.id), src: i.src, width: i.naturalWidth, height: i.naturalHeight})))"""
+
+
 def workflow_for_view(workflow: dict[str, Any]) -> dict[str, Any]:
     """A copy without the saved view (``extra.ds``), so the front end fits the graph on screen."""
     copy = json.loads(json.dumps(workflow))
@@ -194,6 +215,30 @@ class ComfyPage:
 
     def to_prompt(self) -> dict[str, Any]:
         return self.page.evaluate("async () => (await app.graphToPrompt()).output")
+
+    def set_widgets(self, node_type: str, values: dict[str, Any]) -> int:
+        """Set widget values on every node of ``node_type``; returns how many nodes."""
+        return self.page.evaluate(_SET_WIDGETS, [node_type, values])
+
+    def queue(self) -> None:
+        """Click the Run button of the page's queue button group, as a user does."""
+        self.page.locator('[data-testid="queue-button"] button').first.click()
+
+    def images(self, node_type: str) -> list[dict[str, Any]]:
+        """The images shown on every ``node_type`` node that the browser has loaded (src and size)."""
+        return self.page.evaluate(_IMAGES, node_type)
+
+    def wait_for_images(self, node_type: str, timeout_s: float) -> list[dict[str, Any]]:
+        """``images(node_type)`` once there are any; [] after ``timeout_s``."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = self.images(node_type)
+            if found:
+                return found
+            self.page.wait_for_timeout(500)
+        return []
 
     def build(self, spec: dict[str, Any]) -> dict[str, Any]:
         return self.page.evaluate(_BUILD, spec)

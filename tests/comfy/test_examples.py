@@ -295,6 +295,29 @@ def test_a_book_with_a_real_sampler_gives_each_chapter_the_images_of_its_own_pan
     _check_progress(result, prompt, busy=("MangakaScreenwriter", "KSampler", "MangakaComposePage"))
 
 
+def test_manga_page_queued_from_the_page_shows_its_saved_page(page, server, tiny_checkpoint, tmp_path):  # noqa: F811
+    """The user's path: load manga_page in the browser, pick the models, click Run; the lettered
+    page the server saved appears on the Save Image node, loaded by the browser."""
+    info = page.load(ui("manga_page"), "manga_page")
+    assert info["missing"] == [] and info["errors"] == [], info
+    page.set_widgets("MangakaLoadLLM", {"model": MODEL, "threads": 1, "gpu_layers": 0})
+    page.set_widgets(
+        "MangakaScreenwriter",
+        {"panels": 2, "dialogue_lines": 2, "max_characters": 3, "sampling": "greedy", "seed": 11},
+    )
+    page.set_widgets("CheckpointLoaderSimple", {"ckpt_name": tiny_checkpoint})
+    page.set_widgets("EmptyLatentImage", {"width": 64, "height": 96})
+    page.set_widgets("KSampler", {"steps": 2})
+    page.queue()
+    shown = page.wait_for_images("SaveImage", timeout_s=300)
+    page.screenshot(tmp_path / "manga_page_run.jpg")
+    assert shown, (
+        f"no image on Save Image after 5 minutes; console: {page.console[-20:]}\n{server.log_tail()}"
+    )
+    assert "filename=page_" in shown[0]["src"] and "subfolder=mangaka" in shown[0]["src"], shown
+    assert (shown[0]["width"], shown[0]["height"]) == (2480, 3508), shown
+
+
 def test_examples_folder_has_only_listed_workflows():
     assert sorted(p.stem for p in EXAMPLES.glob("*.json")) == NAMES
     assert Path(EXAMPLES / "api").is_dir()

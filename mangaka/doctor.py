@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import MangakaError
+from .llm.memory import kv_cache_bytes
 from .llm.native import Device
 
 log = logging.getLogger(__name__)
@@ -281,22 +281,7 @@ def memory_needed(model: Path, n_ctx: int) -> tuple[int, int]:
     only their attention layers (``full_attention_interval``)."""
     from .llm.gguf_info import read_gguf_info
 
-    info = read_gguf_info(model)
-    arch = info.architecture
-    meta = info.metadata
-
-    def get(key: str, default: int = 0) -> int:
-        value = meta.get(f"{arch}.{key}", default)
-        return int(value) if isinstance(value, (int, float)) else default
-
-    layers = get("block_count")
-    interval = get("full_attention_interval", 1) or 1
-    attention_layers = math.ceil(layers / interval) if interval > 1 else layers
-    heads_kv = get("attention.head_count_kv", get("attention.head_count"))
-    head = get("embedding_length") // max(1, get("attention.head_count", 1))
-    k, v = get("attention.key_length", head), get("attention.value_length", head)
-    kv = attention_layers * n_ctx * heads_kv * (k + v) * 2
-    return model.stat().st_size, kv
+    return model.stat().st_size, kv_cache_bytes(read_gguf_info(model), n_ctx)
 
 
 def check_memory(

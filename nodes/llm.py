@@ -239,17 +239,28 @@ class Doctor(io.ComfyNode):
             inputs=[
                 io.Combo.Input("model", options=[_comfy.NONE, *_comfy.model_files()], default=_comfy.NONE),
                 io.Int.Input("context", default=DEFAULT_N_CTX, min=256, max=1 << 20),
+                io.Combo.Input(
+                    "checkpoint",
+                    options=[_comfy.NONE, *folder_paths.get_filename_list("checkpoints")],
+                    default=_comfy.NONE,
+                    optional=True,
+                    tooltip="An image checkpoint from models/checkpoints: do it and the model fit "
+                    "together on the GPU llama.cpp uses (or in RAM on a CPU-only build)?",
+                ),
             ],
             outputs=[io.String.Output(display_name="report")],
             is_output_node=True,
         )
 
     @classmethod
-    def execute(cls, model: str, context: int) -> io.NodeOutput:
-        from ..mangaka.doctor import diagnose
+    def execute(cls, model: str, context: int, checkpoint: str = _comfy.NONE) -> io.NodeOutput:
+        from ..mangaka.doctor import diagnose, read_checkpoint
 
         path = None if model == _comfy.NONE else _comfy.full_path(_comfy.LLM_FOLDER, model)
-        text = diagnose(path, context).text()
+        image_model = None
+        if checkpoint != _comfy.NONE:
+            image_model = read_checkpoint(_comfy.full_path("checkpoints", checkpoint), "checkpoint")
+        text = diagnose(path, context, checkpoint=image_model).text()
         return io.NodeOutput(text, ui=ui.PreviewText(text))
 
 

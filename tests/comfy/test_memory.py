@@ -131,3 +131,16 @@ def test_release_after_each_run_frees_the_llm_when_the_screenwriter_is_done(smal
     assert log.count(LOADED) == before_loads + 2  # loaded for each run
     assert log.count(after) == before_releases + 2
     assert "after Screenwriter (release after each run)" in log
+
+
+def test_the_doctor_node_checks_the_llm_and_a_checkpoint_together(small_gpu):
+    prompt = {
+        "1": {
+            "class_type": "MangakaDoctor",
+            "inputs": {"model": MODEL, "context": 4096, "checkpoint": small_gpu.checkpoint},
+        }
+    }
+    result = small_gpu.run_prompt(prompt, timeout=120)
+    assert result.status == "success", result.describe()
+    [line] = [x for x in result.outputs["1"]["text"][0].splitlines() if "with checkpoint:" in x]
+    assert f"{MODEL} at 4096 tokens" in line and small_gpu.checkpoint in line and "GiB" in line, line

@@ -155,9 +155,10 @@ def cmd_page(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from .doctor import diagnose
+    from .doctor import diagnose, read_checkpoint
 
-    report = diagnose(args.model, args.ctx)
+    checkpoint = read_checkpoint(args.checkpoint) if args.checkpoint is not None else None
+    report = diagnose(args.model, args.ctx, checkpoint=checkpoint)
     sys.stdout.write((report.to_json() if args.json else report.text()) + "\n")
     return 1 if report.worst == "error" else 0
 
@@ -256,6 +257,11 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="what this machine's llama.cpp can do, and what is wrong")
     p.add_argument("--model", type=Path, help="a GGUF model to check (architecture, memory)")
     p.add_argument("--ctx", type=int, default=32768, help="context length for the memory estimate")
+    p.add_argument(
+        "--checkpoint",
+        metavar="FILE_OR_GB",
+        help="an image checkpoint (.safetensors, or its size in GiB): do it and --model fit together?",
+    )
     p.add_argument("--json", action="store_true", help="the findings as one JSON object")
     p.set_defaults(func=cmd_doctor)
 

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import MangakaError
+from .errors import InputError, MangakaError
+from .llm.memory import COMFY_INFERENCE_RESERVE, Fit, kv_cache_bytes
 from .llm.native import Device
 
 log = logging.getLogger(__name__)
@@ -281,22 +282,7 @@ def memory_needed(model: Path, n_ctx: int) -> tuple[int, int]:
     only their attention layers (``full_attention_interval``)."""
     from .llm.gguf_info import read_gguf_info
 
-    info = read_gguf_info(model)
-    arch = info.architecture
-    meta = info.metadata
-
-    def get(key: str, default: int = 0) -> int:
-        value = meta.get(f"{arch}.{key}", default)
-        return int(value) if isinstance(value, (int, float)) else default
-
-    layers = get("block_count")
-    interval = get("full_attention_interval", 1) or 1
-    attention_layers = math.ceil(layers / interval) if interval > 1 else layers
-    heads_kv = get("attention.head_count_kv", get("attention.head_count"))
-    head = get("embedding_length") // max(1, get("attention.head_count", 1))
-    k, v = get("attention.key_length", head), get("attention.value_length", head)
-    kv = attention_layers * n_ctx * heads_kv * (k + v) * 2
-    return model.stat().st_size, kv
+    return model.stat().st_size, kv_cache_bytes(read_gguf_info(model), n_ctx)
 
 
 def check_memory(
@@ -375,6 +361,94 @@ def check_vram(report: Report, model: Path, n_ctx: int, gpus: list[Device]) -> N
     )
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """An image model's checkpoint for the memory check: a name to print and its bytes."""
+
+    name: str
+    size: int
+
+
+def read_checkpoint(value: str | Path, label: str = "--checkpoint") -> Checkpoint:
+    """``value`` as a checkpoint: a number of GiB, or a .safetensors file (its size read from the
+    file, its header checked). A bad value is an ``InputError`` naming ``label``."""
+    text = str(value).strip()
+    try:
+        gib = float(text)
+    except ValueError:
+        return _checkpoint_file(Path(text).expanduser(), label)
+    if not math.isfinite(gib) or gib <= 0 or gib > 4096:
+        raise InputError(
+            f"{label} must be a size in GiB above 0 (like 6.5) or a .safetensors file, got {text}"
+        )
+    return Checkpoint("the checkpoint", int(gib * 2**30))
+
+
+def _checkpoint_file(path: Path, label: str) -> Checkpoint:
+    if path.is_dir():
+        raise InputError(f"{label} {path} is a folder; give the .safetensors file, or its size in GiB")
+    if not path.is_file():
+        raise InputError(f"{label} {path} is not a number of GiB and no such file; give the checkpoint's "
+                         "path (.safetensors) or its size in GiB, like 6.5")  # fmt: skip
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as f:
+            head = f.read(9)
+    except OSError as exc:
+        raise InputError(f"{label} {path} cannot be read ({exc.strerror}); check its permissions") from None
+    header = int.from_bytes(head[:8], "little") if len(head) == 9 else 0
+    if path.suffix.lower() != ".safetensors" or not 0 < header < size or head[8:9] != b"{":
+        raise InputError(
+            f"{label} {path} is not a .safetensors checkpoint; give one (ComfyUI's models/checkpoints) "
+            "or its size in GiB"
+        )
+    return Checkpoint(path.name, size)
+
+
+def check_checkpoint(
+    report: Report, model: Path | None, n_ctx: int, checkpoint: Checkpoint, free: int | None, where: str
+) -> Fit | None:
+    """The LLM (weights + KV cache) and an image checkpoint (+ ComfyUI's inference reserve)
+    against ``free`` bytes on the device the LLM uses (``where`` names it: "on CUDA0", "in RAM")."""
+    if model is None:
+        report.add("info", "with checkpoint", f"{checkpoint.name}: give --model to check both fit")
+        return None
+    try:
+        weights, kv = memory_needed(model, n_ctx)
+    except (MangakaError, OSError) as exc:
+        report.add("error", "with checkpoint", f"cannot read {model.name}: {exc}")
+        return None
+    if free is None:
+        report.add("info", "with checkpoint", f"free memory {where} unknown; cannot check the fit")
+        return None
+    fit = Fit(weights + kv, checkpoint.size, COMFY_INFERENCE_RESERVE, free)
+    what = (
+        f"{model.name} at {n_ctx} tokens ({_gib(fit.llm)} GiB) + {checkpoint.name} ({_gib(fit.checkpoint)}"
+        f" GiB) + ComfyUI's {_gib(fit.reserve)} GiB to sample = {_gib(fit.together)} GiB"
+    )
+    on = f"{_gib(free)} GiB free {where}"
+    if fit.fits:
+        report.add("ok", "with checkpoint", f"{what}: both fit in {on}")
+    elif fit.fits_alone:
+        report.add(
+            "warning",
+            "with checkpoint",
+            f"{what}, but only {on}: each fits alone, not both",
+            "set Load LLM's memory to `release after each run` (with `keep loaded` the LLM is freed "
+            "when ComfyUI needs the room and loaded again for the next page), or fewer GPU layers, "
+            "or a smaller quantisation",
+        )
+    else:
+        report.add(
+            "error",
+            "with checkpoint",
+            f"{what}, but only {on}: even one of them alone does not fit",
+            "fewer GPU layers in Load LLM (the rest runs on the CPU), a smaller quantisation, or a "
+            "smaller checkpoint",
+        )
+    return fit
+
+
 def _pinned_version() -> str | None:
     script = Path(__file__).resolve().parent.parent / "native" / "install.py"
     try:
@@ -391,9 +465,11 @@ def diagnose(
     n_ctx: int = 32768,
     system: System | None = None,
     devices: list[Device] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Report:
     """Every finding, in a fixed order. ``devices`` defaults to the ones ggml sees (tests pass
-    crafted ones)."""
+    crafted ones); with a ``checkpoint``, whether it and the model fit together where the LLM runs
+    (the GPUs ggml sees, or RAM on a CPU-only build)."""
     from .llm import native
 
     system = system or System()
@@ -410,6 +486,12 @@ def diagnose(
     if report.worst != "error":
         check_architectures(report, model)
     check_memory(report, model, n_ctx, system, gpus)
+    if checkpoint is not None:
+        if gpus:
+            free, where = sum(d.free for d in gpus), "on " + ", ".join(d.name for d in gpus)
+        else:
+            free, where = mem_available(system), "in RAM (this build runs the LLM on the CPU)"
+        check_checkpoint(report, model, n_ctx, checkpoint, free, where)
     check_governor(report, system)
     check_numa(report, system)
     return report

@@ -9,7 +9,7 @@ from comfy_api.latest import ComfyExtension, io
 from typing_extensions import override
 
 from ..mangaka.llm.inprocess import cached_models, release_models
-from . import _comfy, chapters, compose, llm, page, screenplay
+from . import _comfy, chapters, compose, llm, memory, page, screenplay
 
 log = logging.getLogger("mangaka")
 
@@ -67,4 +67,5 @@ async def comfy_entrypoint() -> MangakaExtension:
 
 _comfy.register_model_folders()
 _hook_free()
+memory.install()
 _add_routes()

@@ -15,11 +15,14 @@ from ..mangaka.llm.grammar import schema_to_gbnf
 from ..mangaka.llm.inprocess import (
     DEFAULT_N_CTX,
     FLASH_ATTN_MODES,
+    KEEP_LOADED,
+    MEMORY_MODES,
     LlamaCppLLM,
     LoadOptions,
     check_lora_file,
     check_lora_scale,
     check_model_file,
+    release_if_asked,
 )
 from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
 from ..mangaka.llm.openai import OpenAICompatibleLLM
@@ -73,6 +76,15 @@ class LoadLLM(io.ComfyNode):
                     tooltip="A GGUF LoRA adapter in models/llm_loras, attached after load",
                 ),
                 io.Float.Input("lora_strength", default=1.0, min=-4.0, max=4.0, step=0.05),
+                io.Combo.Input(
+                    "memory",
+                    options=list(MEMORY_MODES),
+                    default=KEEP_LOADED,
+                    optional=True,
+                    tooltip="keep loaded: freed only when ComfyUI needs the memory for its own models "
+                    "(loaded again on next use). release after each run: freed as soon as each node "
+                    "that used it finishes, for a GPU too small for the LLM and the image model together",
+                ),
             ],
             outputs=[LLM_SOCKET.Output(display_name="llm"), io.String.Output(display_name="load_report")],
         )
@@ -87,6 +99,7 @@ class LoadLLM(io.ComfyNode):
         flash_attention: str | None = None,
         lora: str | None = None,
         lora_strength: float | None = None,
+        memory: str | None = None,
         **_kw,
     ) -> bool | str:
         # Widget values arrive here (a linked input is None): with **_kw ComfyUI leaves every
@@ -100,6 +113,8 @@ class LoadLLM(io.ComfyNode):
                 check_lora_scale(lora_strength, "lora_strength")
         except MangakaError as exc:
             return f"Load LLM: {exc}"
+        if memory is not None and memory not in MEMORY_MODES:
+            return f"Load LLM: memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}"
         has_lora = lora not in (None, _comfy.NONE)
         if model is not None and (msg := _file_message(_comfy.LLM_FOLDER, model)):
             return f"Load LLM: model {msg}"
@@ -126,6 +141,7 @@ class LoadLLM(io.ComfyNode):
         flash_attention: str,
         lora: str,
         lora_strength: float,
+        memory: str = KEEP_LOADED,
     ) -> io.NodeOutput:
         options = LoadOptions(
             n_ctx=context, n_gpu_layers=gpu_layers, n_threads=threads, flash_attn=flash_attention
@@ -139,8 +155,10 @@ class LoadLLM(io.ComfyNode):
                 lora_strength,
                 on_progress=_comfy.progress(),
                 cancel=_comfy.cancel_requested(),
+                memory=memory,
             )
         report = llm.model.report() + (f"; LoRA {lora} at {lora_strength:g}" if lora_path else "")
+        report += f"; {memory}"
         return io.NodeOutput(llm, report)
 
 
@@ -221,17 +239,28 @@ class Doctor(io.ComfyNode):
             inputs=[
                 io.Combo.Input("model", options=[_comfy.NONE, *_comfy.model_files()], default=_comfy.NONE),
                 io.Int.Input("context", default=DEFAULT_N_CTX, min=256, max=1 << 20),
+                io.Combo.Input(
+                    "checkpoint",
+                    options=[_comfy.NONE, *folder_paths.get_filename_list("checkpoints")],
+                    default=_comfy.NONE,
+                    optional=True,
+                    tooltip="An image checkpoint from models/checkpoints: do it and the model fit "
+                    "together on the GPU llama.cpp uses (or in RAM on a CPU-only build)?",
+                ),
             ],
             outputs=[io.String.Output(display_name="report")],
             is_output_node=True,
         )
 
     @classmethod
-    def execute(cls, model: str, context: int) -> io.NodeOutput:
-        from ..mangaka.doctor import diagnose
+    def execute(cls, model: str, context: int, checkpoint: str = _comfy.NONE) -> io.NodeOutput:
+        from ..mangaka.doctor import diagnose, read_checkpoint
 
         path = None if model == _comfy.NONE else _comfy.full_path(_comfy.LLM_FOLDER, model)
-        text = diagnose(path, context).text()
+        image_model = None
+        if checkpoint != _comfy.NONE:
+            image_model = read_checkpoint(_comfy.full_path("checkpoints", checkpoint), "checkpoint")
+        text = diagnose(path, context, checkpoint=image_model).text()
         return io.NodeOutput(text, ui=ui.PreviewText(text))
 
 
@@ -301,17 +330,20 @@ class StructuredOutput(io.ComfyNode):
 
         messages = [{"role": "system", "content": system}] if system.strip() else []
         messages.append({"role": "user", "content": prompt})
-        with _comfy.comfy_interrupts():
-            data, _attempts = generate_json(
-                llm,
-                messages,
-                json.loads(schema),
-                max_attempts=max_attempts,
-                max_tokens=max_tokens,
-                sampling=sampling_preset(sampling).replace(seed=seed),
-                on_progress=_comfy.progress(),
-                cancel=_comfy.cancel_requested(),
-            )
+        try:
+            with _comfy.comfy_interrupts():
+                data, _attempts = generate_json(
+                    llm,
+                    messages,
+                    json.loads(schema),
+                    max_attempts=max_attempts,
+                    max_tokens=max_tokens,
+                    sampling=sampling_preset(sampling).replace(seed=seed),
+                    on_progress=_comfy.progress(),
+                    cancel=_comfy.cancel_requested(),
+                )
+        finally:
+            release_if_asked(llm, "Structured Output")
         return io.NodeOutput(json.dumps(data, ensure_ascii=False, indent=2))
 
 

@@ -9,6 +9,7 @@ from comfy_api.latest import io, ui
 from ..mangaka.errors import InputError
 from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import PRESETS
+from ..mangaka.llm.inprocess import release_if_asked
 from ..mangaka.screenplay import write_screenplay
 from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING, MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
@@ -119,10 +120,13 @@ class Screenwriter(io.ComfyNode):
         request = _request(
             language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens
         )
-        with _comfy.comfy_interrupts():
-            result = write_screenplay(
-                llm, chapter, request, on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()
-            )
+        try:
+            with _comfy.comfy_interrupts():
+                result = write_screenplay(
+                    llm, chapter, request, on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()
+                )
+        finally:
+            release_if_asked(llm, "Screenwriter")
         data = result.screenplay.model_dump(mode="json")
         text = json.dumps(data, ensure_ascii=False, indent=2)
         return io.NodeOutput(data, text, result.thinking, result.report())

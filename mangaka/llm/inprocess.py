@@ -42,8 +42,12 @@ from .loading import (
     check_model_file,
     gguf_header,
     load_model,
+    loaded_bytes,
+    make_room,
     max_loaded_models,
+    release_model,
     release_models,
+    resident_models,
 )
 from .lora import LORA_SCALE_RANGE, apply_lora, check_adapter, check_lora_scale
 from .patches import flash_attn_type
@@ -53,11 +57,14 @@ __all__ = [
     "CHATML_TEMPLATE",
     "DEFAULT_N_CTX",
     "FLASH_ATTN_MODES",
+    "KEEP_LOADED",
     "LORA_SCALE_RANGE",
+    "MEMORY_MODES",
     "N_BATCH_RANGE",
     "N_CTX_RANGE",
     "N_GPU_LAYERS_RANGE",
     "N_THREADS_RANGE",
+    "RELEASE_AFTER_RUN",
     "FlashAttn",
     "LlamaCppLLM",
     "LoadOptions",
@@ -70,11 +77,21 @@ __all__ = [
     "flash_attn_type",
     "gguf_header",
     "load_model",
+    "loaded_bytes",
+    "make_room",
     "max_loaded_models",
+    "release_if_asked",
+    "release_model",
     "release_models",
+    "resident_models",
 ]
 
 log = logging.getLogger(__name__)
+
+# What happens to the model between runs (the Load LLM node's ``memory`` widget).
+KEEP_LOADED = "keep loaded"  # freed only when another model needs the memory (ComfyUI's hook)
+RELEASE_AFTER_RUN = "release after each run"  # freed when each node that used it finishes
+MEMORY_MODES: tuple[str, ...] = (KEEP_LOADED, RELEASE_AFTER_RUN)
 
 
 # ---------------------------------------------------------------------------------- generation
@@ -84,7 +101,9 @@ class LlamaCppLLM:
     """An ``LLM`` over a cached loaded model, optionally with a LoRA at a strength.
 
     Cheap to create and to keep in ComfyUI's output cache: it holds the file and options, and
-    loads the model again if ``release_models()`` freed it in between.
+    loads the model again if ``release_models()`` freed it in between. ``release_after_run``
+    (``memory=RELEASE_AFTER_RUN``) asks every caller to free the model when its work is done
+    (``release_if_asked``).
     """
 
     def __init__(
@@ -96,7 +115,11 @@ class LlamaCppLLM:
         engine: str = DEFAULT_ENGINE,
         on_progress: ProgressFn | None = None,
         cancel: CancelFn | None = None,
+        memory: str = KEEP_LOADED,
     ) -> None:
+        if memory not in MEMORY_MODES:
+            raise MangakaError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}")
+        self.release_after_run = memory == RELEASE_AFTER_RUN
         self.path = Path(path)
         lora_scale = check_lora_scale(lora_scale)
         self.engine = engine  # constrained decoding: mangaka.llm.constrain.ENGINES
@@ -118,6 +141,10 @@ class LlamaCppLLM:
     @property
     def n_ctx(self) -> int:
         return self.model.n_ctx
+
+    def release(self) -> bool:
+        """Free the model now (the next call loads it again); False when it was not loaded."""
+        return release_model(self._model)
 
     def _formatter(self, generation_prompt: bool = True) -> Any:
         return self.model.chat_formatter(generation_prompt)
@@ -304,3 +331,18 @@ class _CancelWatch:
             self._thread.join()
         self._was_cancelled = self.flag[0]
         self.flag[0] = False  # later decodes must not abort
+
+
+def release_if_asked(llm: object, user: str) -> None:
+    """Free ``llm``'s model when it was loaded with ``release after each run``; every caller of
+    the LLM calls this when its work ends (success or error). ``user`` names the caller in the log."""
+    if isinstance(llm, LlamaCppLLM) and llm.release_after_run:
+        size = llm._model.size_bytes
+        if llm.release():
+            log.info(
+                "mangaka: released %s (%.0f MB) after %s (%s)",
+                llm.path.name,
+                size / 2**20,
+                user,
+                RELEASE_AFTER_RUN,
+            )

@@ -4,7 +4,11 @@
   when built, so a bad option is refused before a model loads;
 - ``check_model_file`` / ``check_lora_file``: a file's GGUF header checked without loading it;
 - ``load_model(path, options)`` returns a cached ``LoadedModel`` (keyed by file and options), so a
-  second run does not reload; ``release_models()`` frees them (hooked to ComfyUI's ``/free``).
+  second run does not reload; ``release_models()`` frees them (hooked to ComfyUI's ``/free``),
+  ``release_model(model)`` one of them; a handle (``LlamaCppLLM``) loads it again on next use;
+- ``resident_models(where)`` / ``loaded_bytes(where)``: the loaded models on the GPU or in RAM and
+  the bytes they hold (``LoadedModel.size_bytes``: weights plus the KV cache at its context);
+  ``make_room(free, need, where)`` frees the least recently used of them until ``need`` is free.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from ..errors import InputError, LoraError, MangakaError, ModelFileError
 from .base import CancelFn, ProgressFn
 from .constrain import forget_model
 from .gguf_info import GGUFInfo, read_gguf_info
-from .native import check_architecture, import_llama_cpp
+from .memory import Placement, kv_cache_bytes, placement, plan_release
+from .native import check_architecture, gpu_offload, import_llama_cpp
 from .patches import LoadProgress, check_flash_attn, flash_attn_type
 from .prefix import PrefixCache
 
@@ -93,6 +98,8 @@ class LoadedModel:
     llama: Any
     n_ctx: int
     load_seconds: float
+    placement: Placement = "ram"  # where its memory lives: "gpu" when layers are offloaded
+    size_bytes: int = 0  # what it holds: the weights file plus the f16 KV cache at its context
     lock: threading.RLock = field(default_factory=threading.RLock)
     adapters: dict[Path, Any] = field(default_factory=dict)  # adapter file → llama_adapter_lora*
     active_lora: tuple[Path, float] | None = None
@@ -145,7 +152,8 @@ class LoadedModel:
         return (
             f"{self.path.name}: {self.architecture}, context {self.n_ctx}"
             f" (trained {self.info.context_length}), {self.options.resolved_threads()} threads,"
-            f" GPU layers {self.options.n_gpu_layers}, loaded in {self.load_seconds:.2f} s"
+            f" GPU layers {self.options.n_gpu_layers}, {self.size_bytes / 2**20:.0f} MB in"
+            f" {'GPU memory' if self.placement == 'gpu' else 'RAM'}, loaded in {self.load_seconds:.2f} s"
         )
 
     def close(self) -> None:
@@ -303,6 +311,8 @@ def _load(
         llama=llama,
         n_ctx=llama.n_ctx(),
         load_seconds=time.monotonic() - started,
+        placement=placement(options.n_gpu_layers, gpu_offload()),
+        size_bytes=path.stat().st_size + kv_cache_bytes(info, llama.n_ctx()),
     )
     loaded.install_abort_callback(llama_cpp)
     log.info("loaded %s", loaded.report())
@@ -322,3 +332,38 @@ def release_models() -> int:
 def cached_models() -> list[LoadedModel]:
     with _CACHE_LOCK:
         return list(_CACHE.values())
+
+
+def release_model(model: LoadedModel) -> bool:
+    """Free one cached model (a handle loads it again on next use); False when it was not loaded."""
+    with _CACHE_LOCK:
+        for key, cached in list(_CACHE.items()):
+            if cached is model:
+                del _CACHE[key]
+    was_loaded = model.llama is not None
+    model.close()
+    return was_loaded
+
+
+def resident_models(where: Placement | None = None) -> list[LoadedModel]:
+    """The loaded models, least recently used first; only those on the GPU or in RAM if asked."""
+    return [m for m in cached_models() if m.llama is not None and where in (None, m.placement)]
+
+
+def loaded_bytes(where: Placement | None = None) -> int:
+    """The bytes the loaded models hold (on the GPU or in RAM if asked)."""
+    return sum(m.size_bytes for m in resident_models(where))
+
+
+def make_room(free: float, need: float, where: Placement) -> list[tuple[LoadedModel, int]]:
+    """Free the least recently used models in ``where`` until ``need`` bytes would be free (all of
+    them when that is not enough; none when ``free`` already is); returns each freed model and
+    the bytes it held."""
+    models = resident_models(where)
+    sizes = [m.size_bytes for m in models]
+    freed = []
+    count = plan_release(free, need, sizes)
+    for model, size in zip(models[:count], sizes[:count], strict=True):
+        if release_model(model):
+            freed.append((model, size))
+    return freed

@@ -40,6 +40,11 @@ def version() -> str:
     return str(import_llama_cpp().__version__)
 
 
+def gpu_offload() -> bool:
+    """True when this build can offload layers to a GPU (``llama_supports_gpu_offload``)."""
+    return bool(import_llama_cpp().llama_supports_gpu_offload())
+
+
 def system_info() -> str:
     return import_llama_cpp().llama_print_system_info().decode(errors="replace").strip()
 

@@ -41,6 +41,7 @@ def _llm(node_id: int, col: int) -> dict[str, Any]:
             "flash_attention": "auto",
             "lora": "none",
             "lora_strength": 1.0,
+            "memory": "keep loaded",
         },
     }
 

@@ -517,15 +517,31 @@ TINY_CHECKPOINT = "tiny-sd15-random.safetensors"
 def write_tiny_checkpoint(server: ComfyServer, name: str = TINY_CHECKPOINT) -> str:
     """Write the random-weight SD1.5 checkpoint (``tiny_checkpoint.py``) into the server's
     ``models/checkpoints`` with ComfyUI's own interpreter; returns its ``ckpt_name``."""
-    folder = server.base_dir / "models" / "checkpoints"
-    if (folder / name).is_file():
-        return name
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / (name + ".part")
+    tiny_checkpoint_file(server.install, server.base_dir / "models" / "checkpoints", name)
+    return name
+
+
+def tiny_checkpoint_file(install: ComfyInstall, folder: Path, name: str = TINY_CHECKPOINT) -> Path:
+    """The random-weight SD1.5 checkpoint in ``folder``, written there unless it is."""
+    path = folder / name
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / (name + ".part")
+        _tiny_checkpoint_script(install, str(partial))
+        partial.rename(path)
+    return path
+
+
+def checkpoint_sizes(install: ComfyInstall, path: Path) -> dict[str, float]:
+    """What ComfyUI (``--cpu``) makes of a checkpoint: ``model_size()`` of its ``clip``, ``unet``
+    and ``vae``, and ``minimum_inference_memory()`` as ``reserve``, in bytes."""
+    return json.loads(_tiny_checkpoint_script(install, "--sizes", str(path)).strip().splitlines()[-1])
+
+
+def _tiny_checkpoint_script(install: ComfyInstall, *args: str) -> str:
     writer = Path(__file__).with_name("tiny_checkpoint.py")
-    command = [str(server.install.python), str(writer), str(server.install.comfy_dir), str(partial)]
+    command = [str(install.python), str(writer), str(install.comfy_dir), *args]
     run = subprocess.run(command, capture_output=True, text=True, timeout=300)
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited {run.returncode}:\n{run.stderr[-3000:]}")
-    partial.rename(folder / name)
-    return name
+    return run.stdout

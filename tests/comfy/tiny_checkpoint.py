@@ -3,6 +3,9 @@
 Run with the test ComfyUI's own interpreter (it has torch and safetensors):
 
     <comfy venv>/bin/python tests/comfy/tiny_checkpoint.py COMFY_DIR OUT.safetensors
+    <comfy venv>/bin/python tests/comfy/tiny_checkpoint.py COMFY_DIR --sizes CKPT.safetensors
+
+(``--sizes`` prints, as JSON, what ComfyUI's memory manager counts for the checkpoint's parts.)
 
 ComfyUI 0.3.75 detects a UNet as SD1.5 from five values only (``context_dim`` 768,
 ``model_channels`` 320, no linear transformer projections, no ``adm_in_channels``, no temporal
@@ -71,12 +74,35 @@ def clip_weights(torch, prefix: str) -> dict:
     return sd
 
 
-def main(comfy_dir: str, out: str) -> None:
+def _import_comfy(comfy_dir: str) -> None:
     sys.path.insert(0, comfy_dir)
     sys.argv = [sys.argv[0], "--cpu"]  # ComfyUI's model management reads its own flags on import
     import comfy.options
 
     comfy.options.enable_args_parsing()
+
+
+def sizes(comfy_dir: str, checkpoint: str) -> None:
+    """``model_size()`` of the checkpoint's CLIP, UNet and VAE as ComfyUI loads them, and
+    ``minimum_inference_memory()``, as one JSON line."""
+    import json
+
+    _import_comfy(comfy_dir)
+    import comfy.model_management as mm
+    import comfy.sd
+
+    model, clip, vae, _ = comfy.sd.load_checkpoint_guess_config(checkpoint, output_vae=True, output_clip=True)
+    figures = {
+        "clip": clip.patcher.model_size(),
+        "unet": model.model_size(),
+        "vae": vae.patcher.model_size(),
+        "reserve": mm.minimum_inference_memory(),
+    }
+    sys.stdout.write(json.dumps(figures) + "\n")
+
+
+def main(comfy_dir: str, out: str) -> None:
+    _import_comfy(comfy_dir)
     import comfy.ops
     import torch
     from comfy.ldm.models.autoencoder import AutoencoderKL
@@ -112,4 +138,7 @@ def main(comfy_dir: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if sys.argv[2] == "--sizes":
+        sizes(sys.argv[1], sys.argv[3])
+    else:
+        main(*sys.argv[1:3])

@@ -12,7 +12,20 @@ from pathlib import Path
 import pytest
 
 from mangaka.devtools.tiny_models import write_model, write_unsupported_model
-from mangaka.doctor import CPU_FLAGS, Report, System, check_devices, check_memory, diagnose, memory_needed
+from mangaka.doctor import (
+    CPU_FLAGS,
+    Checkpoint,
+    Report,
+    System,
+    check_checkpoint,
+    check_devices,
+    check_memory,
+    diagnose,
+    memory_needed,
+    read_checkpoint,
+)
+from mangaka.errors import InputError
+from mangaka.llm.memory import COMFY_INFERENCE_RESERVE
 from mangaka.llm.native import Device
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,3 +159,73 @@ def test_a_model_too_big_for_the_gpus_says_how_many_layers_fit(tiny, tmp_path):
 def test_this_machines_devices_are_listed_with_their_memory(tmp_path):
     found = by_topic(diagnose(system=fake_system(tmp_path, ["performance"], 1, 8 << 20)))["devices"]
     assert found.severity == "info" and "CPU (cpu, " in found.message and "GiB free" in found.message
+
+
+def _safetensors(path: Path, payload: bytes = b"\0" * 4096) -> Path:
+    header = b'{"__metadata__": {}}'
+    path.write_bytes(len(header).to_bytes(8, "little") + header + payload)
+    return path
+
+
+def test_a_checkpoint_is_a_safetensors_file_or_a_size_in_gib(tmp_path):
+    ckpt = _safetensors(tmp_path / "sd_xl_base_1.0.safetensors")
+    assert read_checkpoint(ckpt) == Checkpoint("sd_xl_base_1.0.safetensors", ckpt.stat().st_size)
+    assert read_checkpoint("6.5") == Checkpoint("the checkpoint", int(6.5 * 2**30))
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("0", "above 0"),
+        ("-2", "above 0"),
+        ("nan", "above 0"),
+        ("missing.safetensors", "no such file"),
+        (".", "is a folder"),
+        ("model.gguf", "not a .safetensors checkpoint"),
+        ("broken.safetensors", "not a .safetensors checkpoint"),
+    ],
+)
+def test_a_bad_checkpoint_is_refused_naming_the_option(value, says, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.gguf").write_bytes(b"GGUF" + b"\0" * 64)
+    (tmp_path / "broken.safetensors").write_bytes(b"\xff" * 64)
+    with pytest.raises(InputError, match="--checkpoint") as caught:
+        read_checkpoint(value)
+    assert says in str(caught.value)
+
+
+def test_the_command_refuses_a_bad_checkpoint_before_diagnosing(tmp_path, caplog):
+    from mangaka.__main__ import main
+
+    assert main(["doctor", "--checkpoint", str(tmp_path / "nope.safetensors")]) == 1
+    assert "--checkpoint" in caplog.text and "no such file" in caplog.text
+
+
+def test_an_llm_and_a_checkpoint_fit_together_alone_or_not_at_all(tiny):
+    weights, kv = memory_needed(tiny, 32768)
+    checkpoint = Checkpoint("sdxl.safetensors", 7 << 30)
+
+    def finding(free: int):
+        report = Report()
+        fit = check_checkpoint(report, tiny, 32768, checkpoint, free, "on CUDA0")
+        assert fit is not None and fit.llm == weights + kv and fit.reserve == COMFY_INFERENCE_RESERVE
+        return by_topic(report)["with checkpoint"]
+
+    need = weights + kv + (7 << 30) + COMFY_INFERENCE_RESERVE
+    together = finding(need)
+    assert (
+        together.severity == "ok" and "both fit" in together.message and "free on CUDA0" in together.message
+    )
+    alone = finding(need - 1)
+    assert alone.severity == "warning" and "each fits alone" in alone.message
+    assert "release after each run" in alone.advice and "GPU layers" in alone.advice
+    neither = finding((7 << 30) + COMFY_INFERENCE_RESERVE - 1)
+    assert neither.severity == "error" and "smaller quantisation" in neither.advice
+
+
+def test_on_a_cpu_only_build_the_checkpoint_is_checked_against_ram(tiny, tmp_path):
+    system = fake_system(tmp_path, ["performance"], 1, 64 << 20)  # 64 GiB available
+    found = by_topic(diagnose(tiny, 4096, system, [CPU], checkpoint=read_checkpoint("6.5")))
+    assert found["with checkpoint"].severity == "ok" and "RAM" in found["with checkpoint"].message
+    without_model = by_topic(diagnose(None, 4096, system, [CPU], checkpoint=read_checkpoint("6.5")))
+    assert "give --model" in without_model["with checkpoint"].message

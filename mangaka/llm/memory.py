@@ -1,0 +1,94 @@
+"""How much memory a llama.cpp model holds, where, and which models to free for room: pure
+arithmetic, no ComfyUI, no llama.cpp.
+
+- ``kv_cache_bytes(info, n_ctx)``: the f16 KV cache a GGUF model needs at a context length
+  (hybrid models count only their attention layers); the doctor and the model cache share it;
+- ``placement(n_gpu_layers, gpu_offload)``: ``"gpu"`` when llama.cpp offloads layers (the build
+  can and the options ask), else ``"ram"``;
+- ``plan_release(free, need, sizes)``: how many of the models (least recently used first) to
+  free so that ``need`` bytes are free; the one rule behind ComfyUI's memory hook;
+- ``fits_together(...)``: an LLM and an image checkpoint on one device, for the doctor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .gguf_info import GGUFInfo
+
+Placement = Literal["gpu", "ram"]
+MB = 2**20
+
+
+def kv_cache_bytes(info: GGUFInfo, n_ctx: int) -> int:
+    """Bytes of the f16 KV cache at ``n_ctx`` tokens; a hybrid model (``full_attention_interval``)
+    keeps one only for its attention layers."""
+    arch = info.architecture
+    meta: dict[str, Any] = info.metadata
+
+    def get(key: str, default: int = 0) -> int:
+        value = meta.get(f"{arch}.{key}", default)
+        return int(value) if isinstance(value, (int, float)) else default
+
+    layers = get("block_count")
+    interval = get("full_attention_interval", 1) or 1
+    attention_layers = math.ceil(layers / interval) if interval > 1 else layers
+    heads_kv = get("attention.head_count_kv", get("attention.head_count"))
+    head = get("embedding_length") // max(1, get("attention.head_count", 1))
+    k, v = get("attention.key_length", head), get("attention.value_length", head)
+    return attention_layers * n_ctx * heads_kv * (k + v) * 2
+
+
+def placement(n_gpu_layers: int, gpu_offload: bool) -> Placement:
+    """Where a model's memory lives: on the GPU when any layer is offloaded (``n_gpu_layers`` -1
+    or above 0) by a build that can offload, else in RAM (a CPU-only build ignores the option)."""
+    return "gpu" if gpu_offload and n_gpu_layers != 0 else "ram"
+
+
+def device_placement(device_type: str) -> Placement:
+    """What a torch device type (``cpu``, ``cuda``, ``mps``, ``xpu``, …) competes with: RAM for
+    ``cpu``, the GPU's memory for any other."""
+    return "ram" if device_type == "cpu" else "gpu"
+
+
+def plan_release(free: float, need: float, sizes: Sequence[int]) -> int:
+    """How many of the models whose ``sizes`` are given (least recently used first) to free so
+    that ``need`` bytes are free, when ``free`` are. 0 when they already are; every model when
+    even all of them are not enough (the rest is the caller's to find)."""
+    if free >= need:
+        return 0
+    for count in range(1, len(sizes) + 1):
+        free += sizes[count - 1]
+        if free >= need:
+            return count
+    return len(sizes)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """An LLM and an image checkpoint against one device's memory (bytes)."""
+
+    llm: int
+    checkpoint: int
+    reserve: int  # what the image model needs beyond its weights to sample and decode
+    available: int
+
+    @property
+    def together(self) -> int:
+        return self.llm + self.checkpoint + self.reserve
+
+    @property
+    def fits(self) -> bool:
+        return self.together <= self.available
+
+    @property
+    def fits_alone(self) -> bool:
+        """Each fits when the other is released: ``release after each run`` works."""
+        return max(self.llm, self.checkpoint + self.reserve) <= self.available
+
+
+# ComfyUI's ``minimum_inference_memory()`` on Linux: 0.8 GiB plus 400 MiB kept for others.
+COMFY_INFERENCE_RESERVE = int(0.8 * 2**30) + 400 * MB

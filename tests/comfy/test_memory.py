@@ -1,0 +1,146 @@
+"""The LLM in ComfyUI's memory management, in a real ComfyUI under memory pressure.
+
+A second server runs with this pack and a test-only pack, ``small_gpu_double``: a test double
+for a small GPU (ComfyUI runs on the CPU here). It replaces ``get_free_memory`` with a device of
+``MANGAKA_TEST_GPU_BYTES`` less what ComfyUI's models and our LLM hold. That total is set from
+ComfyUI's own figures for the tiny checkpoint (``checkpoint_sizes``): the text encoder and
+ComfyUI's inference reserve fit, but not with the LLM beside them. So manga_page's first CLIP load
+has to free the LLM, and ComfyUI's log says so before it loads anything.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from mangaka.devtools.tiny_models import write_model
+from mangaka.llm.gguf_info import read_gguf_info
+from mangaka.llm.memory import kv_cache_bytes
+from tests.comfy.harness import CHECKOUT, PACK_FOLDER, checkpoint_sizes, tiny_checkpoint_file
+from tests.comfy.test_examples import _tiny, twin
+from tests.comfy.test_nodes import MODEL, workflow
+
+CONTEXT = 32768  # manga_page's, and the tiny model's trained length
+RELEASED = re.compile(rf"mangaka: released {re.escape(MODEL)} \((\d+) MB\) for (\S+): (-?\d+) MB free")
+LOADED = f"loaded {MODEL}:"
+
+SMALL_GPU = '''"""Test double: a small GPU, for tests/comfy/test_memory.py (ComfyUI runs with --cpu).
+
+``comfy.model_management.get_free_memory`` answers MANGAKA_TEST_GPU_BYTES less what ComfyUI's
+loaded models hold (``loaded_size``) and what Mangaka's loaded LLMs hold (its engine's
+``loaded_bytes``), for any device."""
+
+import os
+import sys
+
+import comfy.model_management as mm
+
+TOTAL = float(os.environ["MANGAKA_TEST_GPU_BYTES"])
+
+
+def _llm_bytes():
+    engines = {
+        id(module): module
+        for name, module in list(sys.modules.items())
+        if name.endswith("mangaka.llm.loading") and hasattr(module, "loaded_bytes")
+    }
+    return sum(module.loaded_bytes() for module in engines.values())
+
+
+def get_free_memory(dev=None, torch_free_too=False):
+    comfy_bytes = sum(m.model_loaded_memory() for m in mm.current_loaded_models if m.model is not None)
+    free = TOTAL - comfy_bytes - _llm_bytes()
+    return (free, free) if torch_free_too else free
+
+
+mm.get_free_memory = get_free_memory
+NODE_CLASS_MAPPINGS = {}
+'''
+
+
+@pytest.fixture(scope="module")
+def small_gpu(comfy_factory, comfy_install, tmp_path_factory):
+    """A server whose pretend GPU holds the tiny checkpoint's text encoder and ComfyUI's
+    reserve, with half the LLM's bytes to spare: not the LLM as well."""
+    tmp = tmp_path_factory.mktemp("small-gpu")
+    double = tmp / "small_gpu_double"
+    double.mkdir()
+    (double / "__init__.py").write_text(SMALL_GPU, encoding="utf-8")
+    checkpoint = tiny_checkpoint_file(comfy_install, tmp / "checkpoints")
+    sizes = checkpoint_sizes(comfy_install, checkpoint)
+    model = write_model(tmp / "LLM" / MODEL, "qwen35moe", context_length=CONTEXT)
+    llm = model.stat().st_size + kv_cache_bytes(read_gguf_info(model), CONTEXT)
+    total = sizes["clip"] + sizes["reserve"] + llm // 2
+    packs = {PACK_FOLDER: CHECKOUT, "small_gpu_double": double}
+    server = comfy_factory(packs=packs, env={"MANGAKA_TEST_GPU_BYTES": str(int(total))})
+    assert server.import_failures() == [], server.log_tail()
+    for folder, path in (("LLM", model), ("checkpoints", checkpoint)):
+        (server.base_dir / "models" / folder).mkdir(parents=True, exist_ok=True)
+        (server.base_dir / "models" / folder / path.name).symlink_to(path)
+    server.checkpoint = checkpoint.name
+    return server
+
+
+def _manga_page(server, seed: int) -> dict:
+    prompt = _tiny(copy.deepcopy(twin("manga_page")), panels=3)
+    for node in prompt.values():
+        inputs = node["inputs"]
+        if node["class_type"] == "CheckpointLoaderSimple":
+            inputs["ckpt_name"] = server.checkpoint
+        elif node["class_type"] == "EmptyLatentImage":
+            inputs.update(width=64, height=96)
+        elif node["class_type"] == "KSampler":
+            inputs["steps"] = 2
+        elif node["class_type"] == "MangakaScreenwriter":
+            inputs["seed"] = seed
+    return prompt
+
+
+def test_the_llm_is_released_before_comfyui_loads_its_models_and_reloaded_on_next_use(small_gpu):
+    server = small_gpu
+    result = server.run_prompt(_manga_page(server, seed=0), timeout=600)
+    assert result.status == "success", result.describe()
+    log = server.log_text()
+    released = RELEASED.search(log)
+    assert released, server.log_tail(80)
+    assert released.group(2) == "SD1ClipModel"  # the first model the page needs
+    requested = log.find("Requested to load")
+    assert 0 <= log.find(LOADED) < released.start() < requested, server.log_tail(80)
+    assert log.count(LOADED) == 1
+    # Again with another seed: the Screenwriter loads the LLM again, and it is freed again.
+    result = server.run_prompt(_manga_page(server, seed=1), timeout=600)
+    assert result.status == "success", result.describe()
+    log = server.log_text()
+    assert log.count(LOADED) == 2 and len(RELEASED.findall(log)) == 2, server.log_tail(80)
+    assert server.get_json("/mangaka/llm") == {"loaded": []}
+
+
+def test_release_after_each_run_frees_the_llm_when_the_screenwriter_is_done(small_gpu):
+    server = small_gpu
+    after = f"mangaka: released {MODEL} "
+    before_loads, before_releases = server.log_text().count(LOADED), server.log_text().count(after)
+    for seed in (0, 1):
+        prompt = workflow(lora="none", memory="release after each run")
+        prompt["2"]["inputs"]["seed"] = seed
+        result = server.run_prompt(prompt, timeout=300)
+        assert result.status == "success", result.describe()
+        assert server.get_json("/mangaka/llm") == {"loaded": []}
+    log = server.log_text()
+    assert log.count(LOADED) == before_loads + 2  # loaded for each run
+    assert log.count(after) == before_releases + 2
+    assert "after Screenwriter (release after each run)" in log
+
+
+def test_the_doctor_node_checks_the_llm_and_a_checkpoint_together(small_gpu):
+    prompt = {
+        "1": {
+            "class_type": "MangakaDoctor",
+            "inputs": {"model": MODEL, "context": 4096, "checkpoint": small_gpu.checkpoint},
+        }
+    }
+    result = small_gpu.run_prompt(prompt, timeout=120)
+    assert result.status == "success", result.describe()
+    [line] = [x for x in result.outputs["1"]["text"][0].splitlines() if "with checkpoint:" in x]
+    assert f"{MODEL} at 4096 tokens" in line and small_gpu.checkpoint in line and "GiB" in line, line

@@ -1,0 +1,66 @@
+"""The model cache's part in memory management, on a real tiny model: what a loaded model holds
+and where, freeing the least recently used for room, ``release after each run``."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from mangaka.errors import MangakaError
+from mangaka.llm.base import PRESETS
+from mangaka.llm.inprocess import (
+    RELEASE_AFTER_RUN,
+    LlamaCppLLM,
+    LoadOptions,
+    loaded_bytes,
+    make_room,
+    release_if_asked,
+    resident_models,
+)
+from mangaka.llm.memory import kv_cache_bytes
+
+GREEDY = PRESETS["greedy"]
+SMALL = LoadOptions(n_ctx=1024, n_threads=1)
+USER = [{"role": "user", "content": "Write the next panel."}]
+
+
+def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    model = llm.model
+    assert model.placement == "ram"  # gpu_layers 0
+    assert model.size_bytes == qwen35moe.stat().st_size + kv_cache_bytes(model.info, model.n_ctx)
+    assert resident_models("ram") == [model] and resident_models("gpu") == []
+    assert loaded_bytes() == loaded_bytes("ram") == model.size_bytes and loaded_bytes("gpu") == 0
+    assert f"{model.size_bytes / 2**20:.0f} MB in RAM" in model.report()
+
+
+def test_make_room_frees_only_what_lives_there_and_only_when_short(qwen35moe):
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    size = llm.model.size_bytes
+    assert make_room(free=0, need=1, where="gpu") == []  # the model is in RAM
+    assert make_room(free=10, need=10, where="ram") == []  # room already
+    assert make_room(free=0, need=1, where="ram") == [(llm._model, size)]
+    assert resident_models() == [] and loaded_bytes() == 0
+    assert llm.complete(USER, sampling=GREEDY, max_tokens=4).text is not None  # loaded again
+    assert llm.model.llama is not None and loaded_bytes() == size
+
+
+def test_release_after_each_run_frees_the_model_and_keep_loaded_does_not(qwen35moe, caplog):
+    kept = LlamaCppLLM(qwen35moe, SMALL)
+    release_if_asked(kept, "Screenwriter")
+    assert kept.model.llama is not None
+    kept.release()
+    once = LlamaCppLLM(qwen35moe, SMALL, memory=RELEASE_AFTER_RUN)
+    with caplog.at_level(logging.INFO, logger="mangaka.llm.inprocess"):
+        release_if_asked(once, "Screenwriter")
+    assert resident_models() == []
+    assert f"released {qwen35moe.name}" in caplog.text and "after Screenwriter" in caplog.text
+    assert once.complete(USER, sampling=GREEDY, max_tokens=4).finish_reason in ("stop", "length")
+    assert resident_models() == [once.model]
+    release_if_asked(object(), "Screenwriter")  # any other LLM: nothing to do
+
+
+def test_an_unknown_memory_mode_names_the_choices(qwen35moe):
+    with pytest.raises(MangakaError, match="memory must be one of keep loaded, release after each run"):
+        LlamaCppLLM(qwen35moe, SMALL, memory="sometimes")

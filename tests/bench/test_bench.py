@@ -96,3 +96,28 @@ def test_demo_figures_time_the_readme_command():
     assert figures["demo_retries"] >= 0 and figures["demo_repairs"] >= 0
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "`demo_seconds`, `demo_retries`, `demo_repairs`" in readme
+
+
+def test_manga_page_figures_time_the_example_workflow_in_comfyui():
+    """``manga_page_seconds``: the example workflow, whole, in the comfy tier's ComfyUI on the test
+    models (one cold run, then one timed in --quick); every panel is drawn."""
+    import os
+
+    figures = bench("--only", "manga_page")
+    if figures["manga_page_seconds"] is None:
+        assert os.environ.get("MANGAKA_REQUIRE_COMFY") != "1", "the ComfyUI cache must be there for CI"
+        assert figures["manga_page_first_seconds"] is None and figures["manga_page_panels"] is None
+        return
+    assert figures["manga_page_seconds"] > 0 and figures["manga_page_first_seconds"] > 0
+    assert figures["manga_page_panels"] == 3
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`manga_page_seconds`, `manga_page_first_seconds`, `manga_page_panels`" in readme
+
+
+def test_manga_page_without_comfyui_is_skipped_naming_why(monkeypatch, tmp_path, caplog):
+    from mangaka.devtools.bench.manga_page import KEYS, manga_page_run
+
+    monkeypatch.setenv("MANGAKA_COMFY_DIR", str(tmp_path))  # no main.py there: no ComfyUI
+    with caplog.at_level("WARNING", logger="mangaka"):
+        assert manga_page_run(threads=1, timed=1) == dict.fromkeys(KEYS)
+    assert f"MANGAKA_COMFY_DIR={tmp_path} has no main.py" in caplog.text

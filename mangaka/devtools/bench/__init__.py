@@ -3,7 +3,8 @@
 Every figure is a ratio or a count taken from runs made here, now, one after the other; nothing
 is compared with a number from elsewhere. ``--json`` prints one JSON object whose keys the README
 documents. The models come from PyPI packages (gemma-3-270m, SmolLM2-135M) or are written on the
-spot (tiny random-weight qwen35moe models, one with Qwen3.5's full 248,320-token vocabulary).
+spot (tiny random-weight qwen35moe models, one with Qwen3.5's full 248,320-token vocabulary);
+``manga_page`` runs the example workflow in the comfy test tier's ComfyUI when its cache is there.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ...errors import MangakaError
 from .common import gemma_path
 from .decoding import constrained_vs_free, free_vs_llama_bench, grammar_cost_248k, overhead, prefix_reuse
 from .demo import demo_run
+from .manga_page import manga_page_run
 from .memory import lora_memory
 from .page import page_compose
 from .remote import remote_concurrency
@@ -49,6 +51,7 @@ def run(
         "page": lambda: page_compose(reps),
         "remote": lambda: remote_concurrency(threads),
         "demo": lambda: demo_run(threads),
+        "manga_page": lambda: manga_page_run(threads, 1 if quick else 2),
     }
     unknown = sorted(set(only or []) - set(steps))
     if unknown:

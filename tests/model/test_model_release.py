@@ -8,21 +8,16 @@ import logging
 import pytest
 
 from mangaka.errors import MangakaError
-from mangaka.llm.base import PRESETS
 from mangaka.llm.inprocess import (
     RELEASE_AFTER_RUN,
     LlamaCppLLM,
-    LoadOptions,
     loaded_bytes,
     make_room,
     release_if_asked,
     resident_models,
 )
 from mangaka.llm.memory import kv_cache_bytes
-
-GREEDY = PRESETS["greedy"]
-SMALL = LoadOptions(n_ctx=1024, n_threads=1)
-USER = [{"role": "user", "content": "Write the next panel."}]
+from tests.model.test_inprocess import GREEDY, SMALL, USER
 
 
 def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):

@@ -132,7 +132,8 @@ def _ratio(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _panel_texts(screenplay: Screenplay, panel: Panel) -> str:
+def panel_text(screenplay: Screenplay, panel: Panel) -> str:
+    """What a beat's keywords are looked for in: the panel's descriptions, props and lines, folded."""
     texts = [panel.action, panel.background, panel.expression, panel.lighting, *panel.props]
     texts += [line.line for line in screenplay.lines_of(panel)]
     return "\n".join(fold(t) for t in texts)
@@ -140,7 +141,7 @@ def _panel_texts(screenplay: Screenplay, panel: Panel) -> str:
 
 def beat_places(gold: GoldChapter, screenplay: Screenplay) -> list[int | None]:
     """For each gold beat, the index of the first panel mentioning one of its keywords, or ``None``."""
-    panels = [_panel_texts(screenplay, p) for p in screenplay.panels]
+    panels = [panel_text(screenplay, p) for p in screenplay.panels]
     places: list[int | None] = []
     for beat in gold.beats:
         keys = [fold(k) for k in beat.keywords]

@@ -37,7 +37,7 @@ from mangaka.evaluate import (
 )
 from mangaka.evaluate.goldset import case_ids, fold
 from mangaka.evaluate.matching import name_match
-from mangaka.evaluate.metrics import beat_places
+from mangaka.evaluate.metrics import beat_places, panel_text
 from mangaka.screenplay import Screenplay
 from mangaka.screenplay.schema import SCHEMAS_DIR
 
@@ -103,15 +103,9 @@ def _beat_diagnosis(case: GoldCase, reference: Screenplay) -> str:
         if places[i] is not None and later and places[i] > min(later):
             lines.append(f"beats[{i}] first mentioned in panel index {places[i]} ({beat.keywords})")
         for k in beat.keywords:
-            hits = [j for j, p in enumerate(reference.panels) if fold(k) in _panel_text(reference, j)]
+            hits = [j for j, p in enumerate(reference.panels) if fold(k) in panel_text(reference, p)]
             lines.append(f"  beats[{i}] keyword {k!r} in panels {hits}")
     return "\n".join(lines)
-
-
-def _panel_text(screenplay: Screenplay, index: int) -> str:
-    p = screenplay.panels[index]
-    texts = [p.action, p.background, p.expression, p.lighting, *p.props]
-    return "\n".join(fold(t) for t in [*texts, *(line.line for line in screenplay.lines_of(p))])
 
 
 def test_the_reference_scores_full_marks(case: GoldCase):

@@ -91,9 +91,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:
+    from .evaluate import write_gold_schema
     from .screenplay import write_schemas
 
-    for path in write_schemas(args.folder):
+    for path in [*write_schemas(args.folder), write_gold_schema(args.folder)]:
         log.info("wrote %s", path)
     return 0
 

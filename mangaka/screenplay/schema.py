@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
 from .models import (
@@ -47,11 +48,19 @@ class _ContractSchema(GenerateJsonSchema):
         return False
 
 
-@cache
-def _screenplay_schema_text() -> str:
-    schema = Screenplay.model_json_schema(schema_generator=_ContractSchema)
+def contract_schema_text(model: type[BaseModel]) -> str:
+    """A stored contract's JSON Schema text, as the files in ``schemas/`` hold it.
+
+    Draft 2020-12, pydantic's generator without per-field titles, 2-space indent, trailing newline.
+    """
+    schema = model.model_json_schema(schema_generator=_ContractSchema)
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+@cache
+def _screenplay_schema_text() -> str:
+    return contract_schema_text(Screenplay)
 
 
 def screenplay_json_schema() -> dict[str, Any]:

@@ -1,0 +1,263 @@
+"""The gold chapter set: its pydantic models, its JSON Schema, and loading a folder of chapters.
+
+A gold chapter ``<id>`` is three UTF-8 files in one folder: ``<id>.txt`` (the chapter),
+``<id>.gold.json`` (what a faithful adaptation keeps: ``GoldChapter``) and ``<id>.reference.json``
+(a hand-written screenplay of it). The bounds below are the gold set's own rules (the format
+notes that came with the set): 3 to 16 characters, 8 to 30 quotes of at most 120 characters,
+5 to 10 beats of 2 to 4 keywords.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
+
+from ..errors import InputError
+from ..fileio import read_text
+from ..screenplay.models import (
+    MAX_CHARACTERS,
+    MAX_LINE,
+    MAX_NAME,
+    MAX_TITLE,
+    NARRATOR,
+    Id,
+    Language,
+    Screenplay,
+)
+from ..screenplay.schema import SCHEMAS_DIR, contract_schema_text
+from ..screenplay.validate import load_screenplay
+
+GOLD_VERSION = 1
+GOLD_SCHEMA_FILE = "gold.schema.json"
+BUILTIN_SET = Path(__file__).parent / "gold"
+
+MIN_CHARACTERS = 3
+MAX_ALIASES = 8
+MIN_QUOTES, MAX_QUOTES = 8, 30
+MIN_BEATS, MAX_BEATS = 5, 10
+MIN_KEYWORDS, MAX_KEYWORDS = 2, 4
+MAX_BEAT = 240
+MAX_KEYWORD = 40
+
+CHAPTER_SUFFIX, GOLD_SUFFIX, REFERENCE_SUFFIX = ".txt", ".gold.json", ".reference.json"
+
+
+def _text(max_length: int) -> StringConstraints:
+    return StringConstraints(min_length=1, max_length=max_length)
+
+
+def fold(text: str) -> str:
+    """NFKC, casefolded, whitespace runs as one space, trimmed: how names and keywords compare."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GoldCharacter(_Strict):
+    """Someone who appears or speaks: the fullest name the text uses, and every other way it names them."""
+
+    id: Id = Field(description="Lowercase id, e.g. 'old_man'; never 'narrator'.")
+    name: Annotated[str, _text(MAX_NAME)] = Field(description="The name as the text writes it.")
+    aliases: list[Annotated[str, _text(MAX_NAME)]] = Field(
+        max_length=MAX_ALIASES, description="Other names, titles or fixed epithets used like a name."
+    )
+
+
+class GoldQuote(_Strict):
+    """One quoted span of the chapter, verbatim (marks excluded), and who says it."""
+
+    text: Annotated[str, _text(MAX_LINE)] = Field(description="Exactly the characters between the marks.")
+    speaker: Id | None = Field(description="A character id, or null where the text does not say.")
+
+
+class GoldBeat(_Strict):
+    """One story beat, and words from the chapter that a panel drawing it would mention."""
+
+    text: Annotated[str, _text(MAX_BEAT)] = Field(description="The beat, in one sentence.")
+    keywords: list[Annotated[str, _text(MAX_KEYWORD)]] = Field(
+        min_length=MIN_KEYWORDS, max_length=MAX_KEYWORDS, description="Verbatim words of the chapter."
+    )
+
+
+class GoldChapter(_Strict):
+    """What a faithful screenplay of one chapter must keep: its cast, every quote, its beats."""
+
+    version: Literal[1] = Field(description="Format version of this file.")
+    id: Id = Field(description="The chapter's id, the files' common name, e.g. 'en1'.")
+    language: Language
+    title: Annotated[str, _text(MAX_TITLE)]
+    characters: list[GoldCharacter] = Field(min_length=MIN_CHARACTERS, max_length=MAX_CHARACTERS)
+    quotes: list[GoldQuote] = Field(min_length=MIN_QUOTES, max_length=MAX_QUOTES)
+    beats: list[GoldBeat] = Field(min_length=MIN_BEATS, max_length=MAX_BEATS)
+
+    @model_validator(mode="after")
+    def _references(self) -> GoldChapter:
+        problems = gold_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def character(self, character_id: str) -> GoldCharacter | None:
+        return next((c for c in self.characters if c.id == character_id), None)
+
+
+def gold_problems(gold: GoldChapter) -> list[str]:
+    """What the schema cannot say: unique ids, no 'narrator', no shared alias, speakers in the cast."""
+    problems = []
+    ids = [c.id for c in gold.characters]
+    for cid in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(f"characters: id {cid!r} is listed twice; give each character one entry")
+    if NARRATOR in ids:
+        problems.append(f"characters: {NARRATOR!r} is not a character id; leave the narrator out")
+    owner: dict[str, str] = {}
+    for c in gold.characters:
+        for name in {fold(n) for n in (c.name, *c.aliases)}:
+            if owner.setdefault(name, c.id) != c.id:
+                problems.append(
+                    f"characters: {name!r} names both {owner[name]!r} and {c.id!r}; keep it for one of them"
+                )
+    for i, q in enumerate(gold.quotes):
+        if q.speaker is not None and q.speaker not in ids:
+            problems.append(
+                f"quotes[{i}]: speaker {q.speaker!r} is not a character id; use one of {ids} or null"
+            )
+    return problems
+
+
+def gold_schema_text() -> str:
+    """The exact text of ``schemas/gold.schema.json``."""
+    return contract_schema_text(GoldChapter)
+
+
+def write_gold_schema(folder: str | Path = SCHEMAS_DIR) -> Path:
+    """Write ``gold.schema.json`` into ``folder`` (the pack's ``schemas/``); returns the file."""
+    path = Path(folder) / GOLD_SCHEMA_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(gold_schema_text(), encoding="utf-8", newline="\n")
+    return path
+
+
+@dataclass(frozen=True)
+class GoldCase:
+    """One gold chapter: its text, its gold file parsed, and where its reference screenplay is."""
+
+    text: str
+    gold: GoldChapter
+    chapter_path: Path
+    gold_path: Path
+    reference_path: Path
+
+    @property
+    def id(self) -> str:
+        return self.gold.id
+
+    def reference(self) -> Screenplay:
+        """The reference screenplay, validated as written (no repairs); ``InputError`` names the file."""
+        text = read_text(self.reference_path, "reference screenplay")
+        return load_screenplay(text, source=str(self.reference_path), repair=False)
+
+
+def _read_json(path: Path) -> Any:
+    text = read_text(path, "gold file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"gold file {path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}; fix the JSON"
+        ) from None
+
+
+def _validation_message(path: Path, error: ValidationError) -> str:
+    lines = []
+    for e in error.errors()[:20]:
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        lines.append(f"- {where}: {e['msg'].removeprefix('Value error, ')}")
+    return (
+        f"gold file {path} does not follow the gold format ({error.error_count()} problems):\n"
+        + "\n".join(lines)
+    )
+
+
+def text_problems(text: str, gold: GoldChapter) -> list[str]:
+    """Where the gold file disagrees with its chapter: quotes verbatim and in order, keywords present."""
+    problems = []
+    pos = 0
+    for i, q in enumerate(gold.quotes):
+        found = text.find(q.text, pos)
+        if found < 0:
+            where = (
+                "is in the chapter but not after the quote before it; list the quotes in the text's order"
+                if q.text in text
+                else "is not in the chapter verbatim; copy it exactly (punctuation included, marks excluded)"
+            )
+            problems.append(f"quotes[{i}] {q.text!r} {where}")
+            continue
+        pos = found + len(q.text)
+    folded = fold(text)
+    for i, beat in enumerate(gold.beats):
+        for k in beat.keywords:
+            if fold(k) not in folded:
+                problems.append(
+                    f"beats[{i}]: keyword {k!r} is not in the chapter; use words the chapter itself uses"
+                )
+    return problems
+
+
+def load_gold_case(folder: str | Path, case_id: str) -> GoldCase:
+    """The chapter ``case_id`` of ``folder``; ``InputError`` names the file at fault and the fix."""
+    folder = Path(folder)
+    paths = [folder / f"{case_id}{s}" for s in (CHAPTER_SUFFIX, GOLD_SUFFIX, REFERENCE_SUFFIX)]
+    for path in paths:
+        if not path.is_file():
+            raise InputError(
+                f"gold chapter {case_id!r}: {path} is missing; each chapter needs "
+                f"{case_id}{CHAPTER_SUFFIX}, {case_id}{GOLD_SUFFIX} and {case_id}{REFERENCE_SUFFIX}"
+            )
+    chapter_path, gold_path, reference_path = paths
+    text = read_text(chapter_path, "gold chapter")
+    try:
+        gold = GoldChapter.model_validate(_read_json(gold_path))
+    except ValidationError as e:
+        raise InputError(_validation_message(gold_path, e)) from None
+    problems = (
+        [] if gold.id == case_id else [f"id {gold.id!r} differs from the file name; make it {case_id!r}"]
+    )
+    problems += text_problems(text, gold)
+    if problems:
+        listed = "\n".join(f"- {p}" for p in problems)
+        raise InputError(f"gold file {gold_path} disagrees with {chapter_path.name}:\n{listed}")
+    return GoldCase(text, gold, chapter_path, gold_path, reference_path)
+
+
+def case_ids(folder: str | Path) -> list[str]:
+    """The chapter ids in ``folder``: every name with a ``.txt``, ``.gold.json`` or ``.reference.json``."""
+    ids = set()
+    for path in Path(folder).iterdir():
+        for suffix in (GOLD_SUFFIX, REFERENCE_SUFFIX, CHAPTER_SUFFIX):
+            if path.name.endswith(suffix) and len(path.name) > len(suffix):
+                ids.add(path.name[: -len(suffix)])
+                break
+    return sorted(ids)
+
+
+def load_gold_set(folder: str | Path = BUILTIN_SET) -> list[GoldCase]:
+    """Every gold chapter in ``folder``, sorted by id; ``InputError`` on the first file at fault."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(
+            f"gold set {folder} is not a folder; give the folder that holds the <id>.gold.json files"
+        )
+    ids = case_ids(folder)
+    if not ids:
+        raise InputError(
+            f"gold set {folder} holds no chapters; put <id>{CHAPTER_SUFFIX}, <id>{GOLD_SUFFIX} and "
+            f"<id>{REFERENCE_SUFFIX} files in it"
+        )
+    return [load_gold_case(folder, i) for i in ids]

@@ -31,8 +31,9 @@ narrator (speaker ``narrator``) is never a character.
   discordant pairs, pairs tied in either order left out (Goodman and Kruskal's gamma): 1 is the
   same order, 0 the reverse. Quote order ranks the recalled quotes by their line's place in
   reading order (panels in order, each panel's lines in order; merged quotes tie); beat order
-  ranks the covered beats by the first panel that mentions one of their keywords (beats drawn in
-  one panel tie). ``None`` with fewer than two items or no untied pair.
+  ranks the covered beats by the panel their keywords point to most (``beat_places``: a keyword
+  counts 1/n in each of the n panels naming it; beats placed in one panel tie). ``None`` with
+  fewer than two items or no untied pair.
 - **beat coverage**: covered beats / beats. A beat is covered when one of its keywords (folded)
   is a substring of some panel's action, background, expression, lighting, props or the text of
   a line the panel carries (folded).
@@ -140,12 +141,20 @@ def panel_text(screenplay: Screenplay, panel: Panel) -> str:
 
 
 def beat_places(gold: GoldChapter, screenplay: Screenplay) -> list[int | None]:
-    """For each gold beat, the index of the first panel mentioning one of its keywords, or ``None``."""
+    """For each gold beat, the panel its keywords point to most, or ``None`` when no panel mentions
+    any. A keyword counts 1/n in each of the n panels that mention it, so a setting that recurs
+    (the inn, the yard) says little about where the beat is and a detail seen once says much; the
+    first panel wins a tie."""
     panels = [panel_text(screenplay, p) for p in screenplay.panels]
     places: list[int | None] = []
     for beat in gold.beats:
-        keys = [fold(k) for k in beat.keywords]
-        places.append(next((i for i, text in enumerate(panels) if any(k in text for k in keys)), None))
+        weights = [0.0] * len(panels)
+        for key in (fold(k) for k in beat.keywords):
+            found = [i for i, text in enumerate(panels) if key in text]
+            for i in found:
+                weights[i] += 1.0 / len(found)
+        best = max(weights, default=0.0)
+        places.append(weights.index(best) if best > 0 else None)
     return places
 
 

@@ -1,4 +1,4 @@
-"""``python -m mangaka …``: write, demo, schemas (more commands arrive with their issues)."""
+"""``python -m mangaka …``: write, demo, book, queue, page, doctor, eval, bench, schemas."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ DEMO_OUTPUT = "demo.screenplay.json"  # in the current folder, with demo.storybo
 def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
     from .llm.base import PRESETS
     from .screenplay.models import MAX_DIALOGUE, MAX_PANELS
-    from .screenplay.request import DEFAULT_SAMPLING, MAX_ATTEMPTS
+    from .screenplay.request import DEFAULT_SAMPLING, MAX_ATTEMPTS, PROMPT_LANGUAGES
 
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
     p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
@@ -46,6 +46,11 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
     p.add_argument("--panels", type=int, default=6, help=f"panels, 1 to {MAX_PANELS}")
     p.add_argument("--dialogue", type=int, default=8, help=f"dialogue lines, 0 to {MAX_DIALOGUE}")
     p.add_argument("--language", default="en", choices=LANGUAGES)
+    p.add_argument(
+        "--prompt-language",
+        choices=PROMPT_LANGUAGES,
+        help="the language of the Screenwriter's prompts (default: Chinese for zh, else English)",
+    )
     p.add_argument("--sampling", default=DEFAULT_SAMPLING, help=f"sampling preset: {', '.join(PRESETS)}")
     p.add_argument("--seed", type=int, default=0, help="sampling seed, 0 or more")
     p.add_argument("--attempts", type=int, default=3, help=f"tries before giving up, 1 to {MAX_ATTEMPTS}")
@@ -293,9 +298,22 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-chars", type=int, default=20000, help="chunk size for a book without headings")
     p.set_defaults(func=cmd_queue)
 
+    _add_eval_command(sub)
+
     p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
     p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")
     p.set_defaults(func=cmd_schemas)
+
+
+def _add_eval_command(sub: argparse._SubParsersAction) -> None:
+    from .evaluate.cli import add_arguments, cmd_eval
+
+    p = sub.add_parser(
+        "eval", help="score the Screenwriter against a gold chapter set (fidelity; seeds; two configurations)"
+    )
+    _add_model_args(p, model_required=False, output=None)
+    add_arguments(p)
+    p.set_defaults(func=cmd_eval)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,7 @@ REQUEST_FLAGS = {
     "seed": "--seed",
     "sampling preset": "--sampling",
     "language": "--language",
+    "prompt_language": "--prompt-language",
 }
 LOAD_FLAGS = {
     "context (n_ctx)": "--ctx",
@@ -77,6 +78,7 @@ def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
             seed=args.seed,
             max_attempts=args.attempts,
             think_tokens=args.think,
+            prompt_language=getattr(args, "prompt_language", None),
         )
     except InputError as exc:
         raise _as_option(exc, REQUEST_FLAGS) from None
@@ -303,6 +305,16 @@ def save_storyboard(screenplay: Screenplay, output: Path) -> list[Path]:
     return [save_page(page, storyboard_path(output, n)) for n, page in enumerate(composed.pages, 1)]
 
 
+def log_dialogue_kept(chapter: str, screenplay: Screenplay, what: str) -> None:
+    """How many of the chapter's quoted lines ``screenplay`` kept, and a warning when few."""
+    from .evaluate import dialogue_kept
+
+    kept = dialogue_kept(chapter, screenplay)
+    log.info("%s: %s", what, kept.message)
+    if kept.warning:
+        log.warning("%s: %s", what, kept.warning)
+
+
 def run_write(llm: LLM, plan: WritePlan) -> list[Path]:
     """Write the screenplay (and its plan, and its storyboard when asked); the files written,
     the screenplay first."""
@@ -316,6 +328,7 @@ def run_write(llm: LLM, plan: WritePlan) -> list[Path]:
         write_atomic(thinking_path(plan.output), result.thinking + "\n")
     write_atomic(plan.output, text)
     log.info("wrote %s: %s", plan.output, result.summary())
+    log_dialogue_kept(plan.chapter, screenplay, str(plan.output))
     written = [plan.output]
     if plan.storyboard:
         pictures = save_storyboard(screenplay, plan.output)

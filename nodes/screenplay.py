@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 
 from comfy_api.latest import io, ui
 
 from ..mangaka.errors import InputError
+from ..mangaka.evaluate import dialogue_kept
 from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import PRESETS
 from ..mangaka.llm.inprocess import release_if_asked
@@ -15,6 +17,8 @@ from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE,
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING, MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
 from . import _comfy
 from .llm import LLM_SOCKET
+
+log = logging.getLogger("mangaka")
 
 SCREENPLAY = io.Custom("MANGAKA_SCREENPLAY")
 
@@ -129,7 +133,12 @@ class Screenwriter(io.ComfyNode):
             release_if_asked(llm, "Screenwriter")
         data = result.screenplay.model_dump(mode="json")
         text = json.dumps(data, ensure_ascii=False, indent=2)
-        return io.NodeOutput(data, text, result.thinking, result.report())
+        kept = dialogue_kept(chapter, result.screenplay)
+        report = f"{result.report()}\n{kept.message}"
+        if warning := kept.advice("dialogue_lines"):
+            log.warning("Screenwriter: %s", warning)
+            report += f"\nwarning: {warning}"
+        return io.NodeOutput(data, text, result.thinking, report)
 
 
 def _request(

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ..chapters import Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
+from ..evaluate import dialogue_kept
 from ..fileio import write_atomic
 from ..llm.base import LLM, CallContext
 from ..screenplay import write_screenplay
@@ -103,6 +104,10 @@ def write_book(
             write_atomic(path.with_suffix(".thinking.txt"), done.thinking + "\n")
         write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         log.info("chapter %d (%s) → %s: %s", chapter.number, chapter.title, path.name, done.summary())
+        kept = dialogue_kept(chapter.text, done.screenplay)
+        log.info("chapter %d: %s", chapter.number, kept.message)
+        if kept.warning:
+            log.warning("chapter %d: %s", chapter.number, kept.warning)
         for repair in done.repairs:
             log.info("chapter %d: repaired %s", chapter.number, repair)
         return path

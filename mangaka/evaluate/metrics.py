@@ -253,12 +253,15 @@ class DialogueKept(NamedTuple):
     @property
     def warning(self) -> str | None:
         """A warning when fewer than half the quoted lines were kept, else ``None``."""
+        return self.advice("--dialogue")
+
+    def advice(self, option: str) -> str | None:
+        """``warning``, naming ``option`` as the place to ask for more lines (a flag, a widget)."""
         if not self.total or self.kept >= KEPT_WARNING_SHARE * self.total:
             return None
         return (
             f"the screenplay kept only {self.kept} of the chapter's {self.total} quoted lines: ask for "
-            f"more dialogue lines (the dialogue option, e.g. --dialogue {min(self.total, MAX_DIALOGUE)}) "
-            "or a larger model"
+            f"more dialogue lines ({option} {min(self.total, MAX_DIALOGUE)}) or use a larger model"
         )
 
 

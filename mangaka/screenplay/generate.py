@@ -196,7 +196,7 @@ class Prompts:
 
     @classmethod
     def build(cls, request: ScreenplayRequest, chapter: str) -> Prompts:
-        plang = PROMPT_LANGUAGE[request.language]
+        plang = request.prompt_language or PROMPT_LANGUAGE[request.language]
         language_name = LANGUAGE_NAMES[plang][request.language]
         system = prompt(
             "screenwriter/system", plang, style=request.style.strip(), language_name=language_name
@@ -206,7 +206,7 @@ class Prompts:
     @property
     def language(self) -> str:
         """The language of the prompt files (and of the feedback messages)."""
-        return PROMPT_LANGUAGE[self.request.language]
+        return self.request.prompt_language or PROMPT_LANGUAGE[self.request.language]
 
     def with_plan(self, plan: str) -> Prompts:
         return Prompts(self.request, self.system, self.chapter, plan)

@@ -21,6 +21,8 @@ MAX_ATTEMPTS = 10
 MAX_THINK_TOKENS = 32768
 MAX_SEED = 2**31 - 1
 DEFAULT_SAMPLING = "qwen3.5-instruct"
+# The languages the Screenwriter's prompt files are written in (prompts/screenwriter/*.<lang>.md).
+PROMPT_LANGUAGES = ("en", "zh")
 
 
 def check_count(name: str, value: Any, low: int, high: int) -> int:
@@ -72,6 +74,7 @@ class ScreenplayRequest:
     seed: int = 0
     max_attempts: int = 3
     think_tokens: int = 0
+    prompt_language: str | None = None  # the prompts' language; None: Chinese for zh, else English
 
     def __post_init__(self) -> None:
         if self.sampling is None:  # callers that pass "no preference"
@@ -85,6 +88,11 @@ class ScreenplayRequest:
         check_count("max_characters", self.max_characters, 1, MAX_CHARACTERS)
         check_count("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS)
         check_count("think_tokens", self.think_tokens, 0, MAX_THINK_TOKENS)
+        if self.prompt_language is not None and self.prompt_language not in PROMPT_LANGUAGES:
+            raise InputError(
+                f"prompt_language {self.prompt_language!r} has no prompts; choose one of: "
+                f"{', '.join(PROMPT_LANGUAGES)} (or leave it unset: Chinese prompts for zh, else English)"
+            )
         if not isinstance(self.style, str) or not self.style.strip():
             raise InputError("style is empty: name a style, e.g. 'manga' or 'shoujo manga, soft screentones'")
         if len(self.style) > MAX_STYLE:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,7 @@ def test_write_with_tiny_qwen35moe_and_its_lora(roomy_qwen35moe, tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "LoRA qwen35moe-32k-lora.gguf at 1.0" in run.stderr
+    assert re.search(r"kept \d+ of \d+ quoted lines, (in|out of) order", run.stderr), run.stderr
     data = assert_valid_screenplay(out)
     assert len(data["panels"]) == 3 and len(data["dialogue"]) == 4
     assert out.with_suffix(".thinking.txt").read_text(encoding="utf-8").strip()  # the plan, kept

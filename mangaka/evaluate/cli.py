@@ -1,0 +1,219 @@
+"""The ``eval`` command: arguments → checked configurations → runs → tables or JSON.
+
+``python -m mangaka eval SET (--model FILE | --remote URL) [--lora FILE] [options of write]
+[--chapters en1,zh2] [--seeds 3] [--out DIR] [--compare KEY=VALUE …] [--json]``
+
+Every input is checked before a model loads: the set (each chapter, gold file and reference),
+the chapter selection, the output folder, every option of write, and each ``--compare`` setting
+(a known key, a value of the right kind, a model file whose header loads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .goldset import BUILTIN_SET, GoldCase, load_gold_set
+from .runner import FIGURES, ConfigSummary, EvalConfig, Progress, compare, run_config, summarise
+
+log = logging.getLogger(__name__)
+
+MAX_SEEDS = 100
+BUILTIN_NAME = "gold"
+DEFAULT_OUT = "mangaka-eval"
+# --compare KEY → (the argument it sets, how its value is read). "none" clears a path.
+COMPARE_KEYS: dict[str, tuple[str, Any]] = {
+    "model": ("model", Path),
+    "lora": ("lora", Path),
+    "lora_scale": ("lora_scale", float),
+    "think": ("think", int),
+    "prompt_language": ("prompt_language", str),
+    "sampling": ("sampling", str),
+    "remote": ("remote", str),
+    "remote_model": ("remote_model", str),
+    "panels": ("panels", int),
+    "dialogue": ("dialogue", int),
+    "ctx": ("ctx", int),
+}
+NONE = "none"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``eval``'s own arguments (the write options come from the caller's ``_add_model_args``)."""
+    p.add_argument("set", help=f"a gold set folder, or '{BUILTIN_NAME}' for the built-in nine chapters")
+    p.add_argument("--chapters", help="only these chapters of the set, by id: en1,zh2")
+    p.add_argument("--seeds", type=int, default=3, help=f"seeds per chapter, 1 to {MAX_SEEDS} (default 3)")
+    p.add_argument("--out", type=Path, help=f"where each run's result is kept (default ./{DEFAULT_OUT}/SET)")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="a second configuration: the first with these changed (keys: " + ", ".join(COMPARE_KEYS) + ")",
+    )
+    p.add_argument("--remote", help="an OpenAI-compatible server instead of --model")
+    p.add_argument("--remote-model", default="", help="the model name the server lists (default: its own)")
+    p.add_argument("--api-key-env", help="the NAME of the environment variable that holds the server's key")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.set_defaults(panels=None, dialogue=None, concurrency=1)
+
+
+def select_cases(args: argparse.Namespace) -> tuple[str, list[GoldCase]]:
+    folder = BUILTIN_SET if args.set == BUILTIN_NAME else Path(args.set)
+    cases = load_gold_set(folder)
+    if args.chapters:
+        wanted = [c.strip() for c in args.chapters.split(",") if c.strip()]
+        known = {c.id: c for c in cases}
+        unknown = [w for w in wanted if w not in known]
+        if unknown or not wanted:
+            raise InputError(
+                f"--chapters {args.chapters}: {', '.join(unknown) or 'no id given'} not in the set; "
+                f"its chapters are {', '.join(known)}"
+            )
+        cases = [known[w] for w in dict.fromkeys(wanted)]
+    return str(folder), cases
+
+
+def _override(args: argparse.Namespace, spec: str) -> argparse.Namespace:
+    key, sep, value = spec.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or key not in COMPARE_KEYS:
+        raise InputError(
+            f"--compare {spec}: give KEY=VALUE with KEY one of {', '.join(COMPARE_KEYS)}, e.g. think=4000"
+        )
+    name, kind = COMPARE_KEYS[key]
+    changed = copy.copy(args)
+    if value.strip().lower() == NONE and kind is Path:
+        setattr(changed, name, None)
+        return changed
+    try:
+        setattr(changed, name, kind(value))
+    except ValueError:
+        what = {int: "a whole number", float: "a number"}.get(kind, "a value")
+        raise InputError(f"--compare {spec}: {value!r} is not {what}, which {key} takes") from None
+    if name == "remote":
+        changed.model = None
+    elif name == "model":
+        changed.remote = None
+    return changed
+
+
+def _config(name: str, args: argparse.Namespace) -> EvalConfig:
+    """A checked configuration from (possibly overridden) arguments; loads nothing."""
+    from ..cli_run import check_model_args, load_options_from_args, request_from_args
+    from ..screenplay.models import MAX_DIALOGUE, MAX_PANELS
+    from ..screenplay.request import check_count
+
+    if bool(args.model) == bool(args.remote):
+        raise InputError(f"configuration {name}: give either --model FILE.gguf or --remote URL (one of them)")
+    if args.panels is not None:
+        check_count("--panels", args.panels, 1, MAX_PANELS)
+    if args.dialogue is not None:
+        check_count("--dialogue", args.dialogue, 0, MAX_DIALOGUE)
+    request = request_from_args(argparse.Namespace(**{**vars(args), "panels": 6, "dialogue": 8}))
+    if args.model:
+        load_options_from_args(args)
+        check_model_args(args, args.model)
+    settings = {
+        "model": str(args.model) if args.model else None,
+        "lora": str(args.lora) if args.lora else None,
+        "lora_scale": args.lora_scale,
+        "remote": args.remote,
+        "remote_model": args.remote_model or None,
+        "ctx": args.ctx,
+        "think": args.think,
+        "prompt_language": args.prompt_language,
+        "sampling": args.sampling,
+        "panels": args.panels,
+        "dialogue": args.dialogue,
+    }
+    return EvalConfig(name, settings, request, args.panels, args.dialogue)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ..cli_run import check_output_folder, open_llm
+    from ..screenplay.request import check_count
+
+    seeds = list(range(args.seed, args.seed + check_count("--seeds", args.seeds, 1, MAX_SEEDS)))
+    set_name, cases = select_cases(args)
+    variants = [("a", args)] + ([("b", _apply(args, args.compare))] if args.compare else [])
+    configs = [(_config(name, a), a) for name, a in variants]
+    out = args.out or Path.cwd() / DEFAULT_OUT / Path(set_name).name
+    check_output_folder(out, {"the model": args.model, "the LoRA": args.lora}, flag="--out")
+    progress = Progress(total=len(configs) * len(cases) * len(seeds))
+    summaries = []
+    for config, config_args in configs:
+        llm = open_llm(config_args)
+        summaries.append(summarise(config, run_config(llm, config, cases, seeds, out, progress)))
+    report = eval_report(set_name, cases, seeds, out, summaries)
+    text = json.dumps(report, ensure_ascii=False, indent=2) if args.json else format_report(report)
+    sys.stdout.write(text + "\n")
+    return 0
+
+
+def _apply(args: argparse.Namespace, specs: list[str]) -> argparse.Namespace:
+    changed = args
+    for spec in specs:
+        changed = _override(changed, spec)
+    return changed
+
+
+def eval_report(
+    set_name: str, cases: list[GoldCase], seeds: list[int], out: Path, summaries: list[ConfigSummary]
+) -> dict[str, Any]:
+    """The JSON document of ``eval --json`` (its keys are listed in the README)."""
+    report: dict[str, Any] = {
+        "set": set_name,
+        "chapters": [c.id for c in cases],
+        "seeds": seeds,
+        "out": str(out),
+        "figures": list(FIGURES),
+        "configs": {s.config.name: s.as_dict() for s in summaries},
+    }
+    if len(summaries) == 2:
+        report["compare"] = compare(*summaries)
+    return report
+
+
+def _cell(figure: dict[str, float | None], name: str) -> str:
+    mean, spread = figure["mean"], figure["spread"]
+    if mean is None:
+        return "-"
+    digits = 0 if name in ("tokens", "seconds", "tries", "repairs") else 2
+    text = f"{mean:.{digits}f}"
+    return text + (f"±{spread:.{digits}f}" if spread is not None else "")
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Tables: per configuration a row per chapter and the mean; with two, the comparison."""
+    names = report["figures"]
+    parts = [f"eval: {report['set']}: {len(report['chapters'])} chapters × {len(report['seeds'])} seeds"]
+    for name, config in report["configs"].items():
+        shown = ", ".join(f"{k}={v}" for k, v in config["settings"].items() if v is not None)
+        rows = [["chapter", *names]]
+        rows += [[chapter, *(_cell(f[n], n) for n in names)] for chapter, f in config["chapters"].items()]
+        rows.append(["mean", *(_cell(config["mean"][n], n) for n in names)])
+        parts += ["", f"configuration {name}: {shown} ({config['failed']} runs failed)", _table(rows)]
+    if "compare" in report:
+        rows = [["figure", "a", "b", "b-a", "spread", "beyond spread"]]
+        for name, c in report["compare"].items():
+
+            def fmt(v: float | None) -> str:
+                return "-" if v is None else f"{v:.3f}"
+
+            beyond = "-" if c["exceeds"] is None else "yes" if c["exceeds"] else "no"
+            rows.append([name, fmt(c["a"]), fmt(c["b"]), fmt(c["diff"]), fmt(c["spread"]), beyond])
+        parts += ["", "a vs b (mean over chapters and seeds; spread: the seed-to-seed standard deviation)"]
+        parts.append(_table(rows))
+    return "\n".join(parts)

@@ -1,0 +1,146 @@
+"""The eval command's checks, summaries and comparison, without a model (tests/model/test_eval.py
+runs it on the embedded model)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+
+import pytest
+
+from mangaka.__main__ import build_parser
+from mangaka.errors import InputError
+from mangaka.evaluate import BUILTIN_SET, load_gold_set
+from mangaka.evaluate.cli import _apply, _config, eval_report, format_report, select_cases
+from mangaka.evaluate.runner import (
+    FIGURES,
+    EvalConfig,
+    RunRecord,
+    case_request,
+    compare,
+    fingerprint,
+    summarise,
+)
+from mangaka.screenplay.request import ScreenplayRequest
+
+
+def args_of(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["eval", *argv])
+
+
+def record(config: str, chapter: str, seed: int, **scores) -> RunRecord:
+    return RunRecord(config, chapter, seed, {name: scores.get(name) for name in FIGURES})
+
+
+def test_the_builtin_set_has_three_chapters_in_each_language():
+    cases = load_gold_set(BUILTIN_SET)
+    assert sorted(c.id for c in cases) == [f"{lang}{n}" for lang in ("en", "ja", "zh") for n in (1, 2, 3)]
+    for case in cases:
+        assert case.gold.language == case.id[:2]
+        assert 600 <= len(case.text) <= 3000, case.id
+
+
+def test_chapters_are_chosen_by_id_and_an_unknown_one_is_named():
+    name, cases = select_cases(args_of("gold", "--chapters", "zh2,en1,zh2"))
+    assert [c.id for c in cases] == ["zh2", "en1"] and name == str(BUILTIN_SET)
+    with pytest.raises(InputError, match=r"--chapters en9: en9 not in the set; its chapters are en1, "):
+        select_cases(args_of("gold", "--chapters", "en9"))
+
+
+def test_a_set_folder_that_is_not_a_gold_set_is_refused_naming_it(tmp_path):
+    with pytest.raises(InputError, match=str(tmp_path)):
+        select_cases(args_of(str(tmp_path)))
+    shutil.copy(BUILTIN_SET / "en1.txt", tmp_path / "en1.txt")
+    with pytest.raises(InputError, match="en1"):
+        select_cases(args_of(str(tmp_path)))
+
+
+@pytest.mark.parametrize(
+    ("specs", "message"),
+    [
+        (["thinking=4000"], r"--compare thinking=4000: give KEY=VALUE with KEY one of model, lora"),
+        (["think"], r"--compare think: give KEY=VALUE"),
+        (["think=lots"], r"--compare think=lots: 'lots' is not a whole number, which think takes"),
+    ],
+)
+def test_a_bad_compare_setting_is_named(specs, message):
+    with pytest.raises(InputError, match=message):
+        _apply(args_of("gold", "--remote", "http://127.0.0.1:9"), specs)
+
+
+def test_compare_changes_only_what_it_names():
+    base = args_of("gold", "--remote", "http://127.0.0.1:9", "--think", "0")
+    changed = _apply(base, ["think=4000", "prompt-language=zh", "lora=none"])
+    assert (changed.think, changed.prompt_language, changed.lora) == (4000, "zh", None)
+    assert (base.think, base.prompt_language) == (0, None) and changed.remote == base.remote
+    a, b = _config("a", base), _config("b", changed)
+    assert b.settings["think"] == 4000 and b.request.prompt_language == "zh"
+    assert a.request.think_tokens == 0 and a.settings["prompt_language"] is None
+
+
+def test_a_configuration_needs_a_model_or_a_server_and_valid_options(tmp_path):
+    with pytest.raises(InputError, match=r"configuration a: give either --model FILE\.gguf or --remote URL"):
+        _config("a", args_of("gold"))
+    with pytest.raises(InputError, match="--panels must be from 1 to 24, got 99"):
+        _config("a", args_of("gold", "--remote", "http://x", "--panels", "99"))
+    with pytest.raises(InputError, match="--prompt-language"):
+        _config("a", _apply(args_of("gold", "--remote", "http://x"), ["prompt_language=fr"]))
+    with pytest.raises(Exception, match="not-a-model"):
+        _config("a", args_of("gold", "--model", str(tmp_path / "not-a-model.gguf")))
+
+
+def test_each_chapter_is_asked_for_its_references_counts_in_its_language():
+    [case] = [c for c in load_gold_set(BUILTIN_SET) if c.id == "zh1"]
+    reference = case.reference()
+    config = EvalConfig("a", {}, ScreenplayRequest())
+    request = case_request(config, case, seed=7)
+    assert (request.language, request.seed) == ("zh", 7)
+    assert (request.panels, request.dialogue) == (len(reference.panels), len(reference.dialogue))
+    fixed = case_request(EvalConfig("a", {}, ScreenplayRequest(), panels=3, dialogue=0), case, 7)
+    assert (fixed.panels, fixed.dialogue) == (3, 0)
+    assert fingerprint(config, case, request) != fingerprint(config, case, fixed)
+
+
+def test_means_and_the_seed_to_seed_spread():
+    config = EvalConfig("a", {"model": "m"}, ScreenplayRequest())
+    records = [
+        record("a", "en1", 0, quote_recall=0.5, valid=True),
+        record("a", "en2", 0, quote_recall=0.7, valid=True),
+        record("a", "en1", 1, quote_recall=0.9, valid=True),
+        record("a", "en2", 1, quote_recall=0.3, valid=False),
+    ]
+    summary = summarise(config, records)
+    assert summary.mean["quote_recall"]["mean"] == pytest.approx(0.6)
+    # Seed 0's mean 0.6, seed 1's 0.6: no spread between seeds.
+    assert summary.mean["quote_recall"]["spread"] == pytest.approx(0.0)
+    assert summary.chapters["en1"]["quote_recall"]["mean"] == pytest.approx(0.7)
+    assert summary.chapters["en1"]["quote_recall"]["spread"] == pytest.approx(0.2828427, abs=1e-6)
+    assert summary.mean["valid"]["mean"] == pytest.approx(0.75)
+    assert summary.mean["speaker_accuracy"] == {"mean": None, "spread": None}
+
+
+def test_a_difference_beyond_the_spread_is_marked():
+    config = EvalConfig("a", {}, ScreenplayRequest())
+    a = summarise(config, [record("a", "en1", s, quote_recall=v) for s, v in ((0, 0.4), (1, 0.5))])
+    b = summarise(config, [record("b", "en1", s, quote_recall=v) for s, v in ((0, 0.8), (1, 0.9))])
+    row = compare(a, b)["quote_recall"]
+    assert row["diff"] == pytest.approx(0.4) and row["spread"] == pytest.approx(0.0707107, abs=1e-6)
+    assert row["exceeds"] is True
+    close = summarise(config, [record("b", "en1", s, quote_recall=v) for s, v in ((0, 0.3), (1, 0.7))])
+    assert compare(a, close)["quote_recall"]["exceeds"] is False
+    one_seed = summarise(config, [record("a", "en1", 0, quote_recall=0.4)])
+    assert compare(one_seed, one_seed)["quote_recall"]["exceeds"] is None  # no spread with one seed
+
+
+def test_the_report_is_json_and_a_table():
+    cases = [c for c in load_gold_set(BUILTIN_SET) if c.id in ("en1", "ja1")]
+    config = EvalConfig("a", {"model": "m.gguf"}, ScreenplayRequest())
+    summary = summarise(config, [record("a", c.id, 0, quote_recall=0.5, tokens=100) for c in cases])
+    report = eval_report("gold", cases, [0], BUILTIN_SET, [summary, summary])
+    assert set(report) == {"set", "chapters", "seeds", "out", "figures", "configs", "compare"}
+    json.dumps(report)
+    text = format_report(report)
+    assert "configuration a: model=m.gguf (0 runs failed)" in text
+    assert "a vs b" in text and "quote_recall" in text
+    assert any(line.startswith("mean ") for line in text.splitlines())

@@ -1,0 +1,54 @@
+"""``python -m mangaka eval`` on the embedded model (SmolLM2-135M from PyPI) over two gold chapters:
+the JSON document's shape, the tables, and a ``--compare`` run that resumes the first
+configuration's runs from disk. A toy model's scores are printed by the command, not asserted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from mangaka.demo import demo_model_path
+from mangaka.evaluate.runner import FIGURES
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = ["en3", "ja3"]
+
+
+def mangaka(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "mangaka", *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+def test_eval_scores_two_chapters_then_compares_a_second_configuration(tmp_path):
+    out = tmp_path / "results"
+    base = [
+        "eval", "gold", "--model", str(demo_model_path()), "--chapters", ",".join(CHAPTERS),
+        "--seeds", "1", "--panels", "2", "--dialogue", "2", "--out", str(out),
+    ]  # fmt: skip
+    run = mangaka(*base, "--json")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    report = json.loads(run.stdout)
+    assert report["chapters"] == CHAPTERS and report["seeds"] == [0] and report["figures"] == list(FIGURES)
+    [config] = report["configs"].values()
+    assert config["settings"]["model"] == str(demo_model_path())
+    assert [(r["chapter"], r["seed"]) for r in config["runs"]] == [(c, 0) for c in CHAPTERS]
+    for chapter in CHAPTERS:
+        figures = config["chapters"][chapter]
+        assert set(figures) == set(FIGURES)
+        for name, value in figures.items():
+            counts = name in ("tokens", "seconds", "tries", "repairs")
+            mean = value["mean"]
+            assert mean is None or (mean >= 0 if counts else 0.0 <= mean <= 1.0), (chapter, name, value)
+        assert (out / "a" / f"{chapter}.seed0.json").is_file()  # kept as it finished
+    assert "compare" not in report
+
+    again = mangaka(*base, "--compare", "prompt_language=zh")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr.count(" resumed: ") == len(CHAPTERS), again.stderr[-3000:]  # a's runs, from disk
+    assert "configuration a:" in again.stdout and "configuration b:" in again.stdout
+    assert "prompt_language=zh" in again.stdout and "a vs b" in again.stdout
+    for chapter in CHAPTERS:
+        assert (out / "b" / f"{chapter}.seed0.json").is_file()

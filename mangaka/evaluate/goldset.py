@@ -10,7 +10,6 @@ notes that came with the set): 3 to 16 characters, 8 to 30 quotes of at most 120
 from __future__ import annotations
 
 import json
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from ..errors import InputError
 from ..fileio import read_text
+from ..names import fold
 from ..screenplay.models import (
     MAX_CHARACTERS,
     MAX_LINE,
@@ -49,11 +49,6 @@ CHAPTER_SUFFIX, GOLD_SUFFIX, REFERENCE_SUFFIX = ".txt", ".gold.json", ".referenc
 
 def _text(max_length: int) -> StringConstraints:
     return StringConstraints(min_length=1, max_length=max_length)
-
-
-def fold(text: str) -> str:
-    """NFKC, casefolded, whitespace runs as one space, trimmed: how names and keywords compare."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 class _Strict(BaseModel):

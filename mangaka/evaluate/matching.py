@@ -3,14 +3,14 @@ the rank agreement of two orders. The definitions are in ``metrics.py``'s docstr
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import BackendMissingError
+from ..names import name_match
 from ..screenplay.models import NARRATOR, Line, Screenplay
-from .goldset import GoldChapter, fold
+from .goldset import GoldChapter
 
 # A chapter quote and a screenplay line (or a run of merged quotes and a line) match when
 # rapidfuzz's ``fuzz.ratio`` of their normalised texts (``quote_key``) reaches this (0 to 100).
@@ -19,8 +19,6 @@ from .goldset import GoldChapter, fold
 QUOTE_MATCH_THRESHOLD = 85.0
 # A screenplay line may carry up to this many consecutive chapter quotes merged into one.
 MAX_MERGED_QUOTES = 3
-# Shortest name that may match inside another name in Chinese and Japanese (characters).
-MIN_CJK_CONTAINED = 2
 
 
 def quote_key(text: str) -> str:
@@ -34,24 +32,6 @@ def quote_key(text: str) -> str:
 
 
 # ---- cast ----
-
-
-def _contains(longer: str, shorter: str, language: str) -> bool:
-    if language == "en":
-        return re.search(rf"(?<!\w){re.escape(shorter)}(?!\w)", longer) is not None
-    return len(shorter) >= MIN_CJK_CONTAINED and shorter in longer
-
-
-def name_match(name: str, gold_names: Sequence[str], language: str) -> int:
-    """2: ``name`` equals a gold name or alias; 1: one contains the other (see ``metrics``); 0: neither."""
-    a = fold(name)
-    names = [fold(n) for n in gold_names]
-    if a in names:
-        return 2
-    for b in names:
-        if a and b and (_contains(a, b, language) or _contains(b, a, language)):
-            return 1
-    return 0
 
 
 def match_cast(screenplay: Screenplay, gold: GoldChapter) -> dict[str, str]:

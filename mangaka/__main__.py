@@ -98,8 +98,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_schemas(args: argparse.Namespace) -> int:
     from .evaluate import write_gold_schema
     from .screenplay import write_schemas
+    from .screenplay.bible import write_bible_schema
 
-    for path in [*write_schemas(args.folder), write_gold_schema(args.folder)]:
+    written = [*write_schemas(args.folder), write_gold_schema(args.folder), write_bible_schema(args.folder)]
+    for path in written:
         log.info("wrote %s", path)
     return 0
 

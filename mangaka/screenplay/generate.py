@@ -28,6 +28,7 @@ from ..llm.base import LLM, CallContext, CancelFn, Message, ProgressFn, Usage, c
 from ..llm.budget import json_token_budget
 from ..prompts import prompt
 from ..structured import Attempt, generate_json, json_path
+from .bible import SeriesBible
 from .models import (
     ANGLES,
     EMOTIONS,
@@ -275,12 +276,19 @@ def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
     return Step(plan, [], planned.usage)
 
 
-def cast_step(llm: LLM, prompts: Prompts, budget: int, context: CallContext) -> Step:
-    """The cast call: the characters (id, name, canonical appearance), repaired and checked."""
+def cast_step(
+    llm: LLM, prompts: Prompts, budget: int, context: CallContext, bible: SeriesBible | None = None
+) -> Step:
+    """The cast call: the characters (id, name, canonical appearance), repaired and checked.
+
+    With a ``bible``, the call is shown the known characters, and each character it lists that the
+    bible knows (by name or alias, else by id) becomes the bible's entry: the call only adds."""
     request = prompts.request
     task = prompts.task(
         "cast", max_characters=request.max_characters, max_name=MAX_NAME, max_appearance=MAX_APPEARANCE
     )
+    if bible:
+        task += "\n\n" + prompts.task("cast_known", known=bible.listing())
     data, tries = generate_json(
         llm,
         prompts.messages(task),
@@ -294,7 +302,10 @@ def cast_step(llm: LLM, prompts: Prompts, budget: int, context: CallContext) -> 
         language=prompts.language,
         call="screenplay cast",
     )
-    return Step.of([Character.model_validate(c) for c in data["characters"]], tries)
+    characters = [Character.model_validate(c) for c in data["characters"]]
+    if bible:
+        characters, _ = bible.map_cast(characters, request.language)
+    return Step.of(characters, tries)
 
 
 def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
@@ -348,6 +359,7 @@ def write_screenplay(
     request: ScreenplayRequest | None = None,
     *,
     cast: Sequence[Character | dict[str, Any]] | None = None,
+    bible: SeriesBible | None = None,
     on_progress: ProgressFn | None = None,
     cancel: CancelFn | None = None,
     context: CallContext | None = None,
@@ -356,26 +368,28 @@ def write_screenplay(
     """Write a screenplay of ``chapter`` as ``request`` asks (or ``ScreenplayRequest(**options)``).
 
     The steps: plan (when ``think_tokens`` > 0), cast (unless ``cast`` gives a known cast, e.g. a
-    character bible), script, assemble. ``context`` (or ``on_progress``/``cancel``): one progress
+    character bible), script, assemble. ``bible``: the series' known characters; the cast call is
+    shown them and only adds new ones (a listed character the bible knows, by name or alias, else
+    by id, is the bible's entry), and a given ``cast`` is mapped onto it the same way; the
+    screenplay's ids are then the bible's. ``context`` (or ``on_progress``/``cancel``): one progress
     bar counts generated tokens over every call against their worst-case budgets; ``cancel()``
     stops the run. The chapter is never cut: a backend raises ``ContextOverflowError`` when it
     does not fit. Raises ``InputError`` for unusable inputs, ``InvalidOutputError`` (every attempt
     attached) when a call stays invalid after ``max_attempts`` tries, ``Cancelled`` when asked.
     """
-    if request is None:
-        request = ScreenplayRequest(**options)
-    elif options:
-        raise TypeError(f"give either a request or its options, not both ({', '.join(options)})")
+    request = _request(request, options)
     context = call_context(context, on_progress, cancel)
     check_chapter(chapter)
     known_cast = _check_cast(cast) if cast is not None else None
+    if known_cast is not None and bible:
+        known_cast, _ = bible.map_cast(known_cast, request.language)
     prompts = Prompts.build(request, chapter)
     budget = Budget.of(request, cast_call=known_cast is None)
 
     plan = plan_step(llm, prompts, context.share(0, budget.total))
     prompts = prompts.with_plan(plan.value)
     if known_cast is None:
-        characters = cast_step(llm, prompts, budget.cast, context.share(budget.plan, budget.total))
+        characters = cast_step(llm, prompts, budget.cast, context.share(budget.plan, budget.total), bible)
     else:
         characters = Step(known_cast)
     try:
@@ -389,3 +403,30 @@ def write_screenplay(
     result = ScreenplayResult(screenplay, attempts, plan.usage + characters.usage + script.usage, plan.value)
     logger.info("screenplay: %s", result.summary())
     return result
+
+
+def _request(request: ScreenplayRequest | None, options: dict[str, Any]) -> ScreenplayRequest:
+    if request is None:
+        return ScreenplayRequest(**options)
+    if options:
+        raise TypeError(f"give either a request or its options, not both ({', '.join(options)})")
+    return request
+
+
+def write_cast(
+    llm: LLM,
+    chapter: str,
+    request: ScreenplayRequest | None = None,
+    *,
+    bible: SeriesBible | None = None,
+    context: CallContext | None = None,
+    **options: Any,
+) -> Step:
+    """Only the cast call of ``write_screenplay`` (no plan): a ``Step`` whose value is the chapter's
+    characters, known ones as ``bible`` has them. A book's first pass; ``write_screenplay(...,
+    cast=step.value)`` then writes the script."""
+    request = _request(request, options)
+    context = call_context(context, None, None)
+    check_chapter(chapter)
+    budget = json_token_budget(cast_call_schema(request.max_characters))
+    return cast_step(llm, Prompts.build(request, chapter), budget, context.share(0, budget), bible)

@@ -464,6 +464,30 @@ def test_a_known_cast_skips_the_cast_call():
     assert len(llm.calls) == 1 and [c.id for c in sp.characters] == ["akira", "mei"]
 
 
+def test_a_bible_is_shown_to_the_cast_call_and_its_known_names_keep_their_ids():
+    from mangaka.screenplay import SeriesBible, write_cast
+
+    bible = SeriesBible.model_validate(
+        {"version": 1, "characters": [{"id": "hero", "name": "AKIRA ", "appearance": "bible look"}]}
+    )
+    hero_script = json.loads(json.dumps(script(["p1", "p1", "p2", "p3"])).replace('"akira"', '"hero"'))
+    llm = FakeScriptedLLM(CAST, hero_script)
+    sp = write_screenplay(llm, CHAPTER, panels=3, dialogue=4, bible=bible).screenplay
+    cast_prompt = llm.calls[0]["messages"][-1]["content"]
+    assert "already known" in cast_prompt and "- hero: AKIRA  — bible look" in cast_prompt
+    assert llm.calls[1]["schema"]["$defs"]["panel_characters"]["items"]["enum"] == ["hero", "mei"]
+    hero = sp.characters[0]
+    assert (hero.id, hero.name, hero.appearance) == ("hero", "AKIRA ", "bible look")
+    assert {d.speaker for d in sp.dialogue} <= {"hero", "mei", "narrator"}
+    # the cast call alone (a book's first pass), and a given cast mapped onto the bible
+    assert [c.id for c in write_cast(FakeScriptedLLM(CAST), CHAPTER, bible=bible).value] == ["hero", "mei"]
+    known = [Character(id="akira", name="Akira", appearance="boy")]
+    llm = FakeScriptedLLM(hero_script)
+    with pytest.raises(InvalidOutputError):  # mei is not in the given cast: the script is refused
+        write_screenplay(llm, CHAPTER, panels=3, dialogue=4, cast=known, bible=bible, max_attempts=1)
+    assert llm.calls[0]["schema"]["$defs"]["panel_characters"]["items"]["enum"] == ["hero"]
+
+
 @pytest.mark.parametrize(
     ("cast", "message"),
     [

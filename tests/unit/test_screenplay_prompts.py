@@ -13,6 +13,7 @@ SCREENWRITER = [
     "screenwriter/plan",
     "screenwriter/planned",
     "screenwriter/cast",
+    "screenwriter/cast_known",
     "screenwriter/script",
 ]
 STRUCTURED = ["structured/invalid", "structured/cut_off"]

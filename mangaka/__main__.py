@@ -288,6 +288,11 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
         "-o", "--out", "--output", dest="out", type=Path, default=Path("screenplays"),
         help="folder for the screenplays (default: screenplays; made if missing)",
     )  # fmt: skip
+    p.add_argument(
+        "--bible", type=Path,
+        help="the series bible, one cast for the whole book: read first, then kept up to date "
+        "(default: OUT/bible.json; made if missing)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_book)
 
     p = sub.add_parser("queue", help="run a whole book through a ComfyUI workflow, chapter by chapter")

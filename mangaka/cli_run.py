@@ -28,10 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .batch.book import Selection, select_chapters
+from .batch.book import BIBLE_FILE, Selection, select_chapters
 from .errors import InputError
 from .llm.base import LLM
 from .llm.inprocess import LoadOptions, check_lora_scale
+from .screenplay.bible import load_series_bible
 from .screenplay.models import Screenplay
 from .screenplay.request import ScreenplayRequest, check_chapter, check_count
 
@@ -348,6 +349,7 @@ class BookPlan:
     out: Path
     concurrency: int
     selection: Selection
+    bible: Path
 
 
 def prepare_book(args: argparse.Namespace) -> BookPlan:
@@ -364,10 +366,14 @@ def prepare_book(args: argparse.Namespace) -> BookPlan:
     if args.book.is_dir():
         raise InputError(f"book {args.book} is a folder; give the book's text file")
     selection = select_chapters(args.book, args.chapters)
-    check_output_folder(args.out, {"the book": args.book, "the model": args.model, "the LoRA": args.lora})
+    inputs = {"the book": args.book, "the model": args.model, "the LoRA": args.lora}
+    check_output_folder(args.out, inputs)
+    bible = getattr(args, "bible", None) or args.out / BIBLE_FILE
+    _check_not_an_input({"output": bible}, inputs, "--bible")
+    load_series_bible(bible, missing_ok=True)  # a bad bible is refused before the model loads
     if args.model:
         check_model_args(args, args.model)
-    return BookPlan(request, args.out, concurrency, selection)
+    return BookPlan(request, args.out, concurrency, selection, bible)
 
 
 def run_book(llm: LLM, args: argparse.Namespace, plan: BookPlan) -> int:
@@ -375,7 +381,13 @@ def run_book(llm: LLM, args: argparse.Namespace, plan: BookPlan) -> int:
     from .batch.book import write_book
 
     result = write_book(
-        llm, args.book, plan.out, concurrency=plan.concurrency, request=plan.request, selection=plan.selection
+        llm,
+        args.book,
+        plan.out,
+        concurrency=plan.concurrency,
+        request=plan.request,
+        selection=plan.selection,
+        bible=plan.bible,
     )
     for path in result.written:
         sys.stdout.write(f"{path}\n")

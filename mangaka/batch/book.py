@@ -4,6 +4,13 @@ Against an OpenAI-compatible server with parallel slots, N requests at once are 
 server; in-process, the model's lock runs them one at a time. Each chapter's screenplay is written
 atomically to ``OUT/<number title>.json``; a chapter whose file exists is skipped, so a rerun
 resumes. A chapter that fails is reported and the others go on.
+
+One cast across the book: a series bible (``OUT/bible.json`` unless given) is read first; a first
+pass runs the cast call of every chapter to write, in chapter order, each shown the bible as the
+chapters before it left it, and saves the bible (atomically) after each; then the scripts run,
+``concurrency`` at a time, each with its chapter's cast and the bible as the first pass left it.
+A rerun reads the bible file again, so a person's edits between two runs are kept (the rule is
+in ``screenplay/bible.py``: ``edited`` entries are never touched, no appearance is rewritten).
 """
 
 from __future__ import annotations
@@ -20,15 +27,19 @@ from ..errors import InputError, MangakaError
 from ..evaluate import dialogue_kept
 from ..fileio import write_atomic
 from ..llm.base import LLM, CallContext
-from ..screenplay import write_screenplay
+from ..screenplay import SeriesBible, load_series_bible, save_series_bible, write_cast, write_screenplay
+from ..screenplay.models import Character
 from ..screenplay.request import ScreenplayRequest, check_chapter
 
 log = logging.getLogger(__name__)
+
+BIBLE_FILE = "bible.json"
 
 
 @dataclass
 class BookResult:
     written: list[Path] = field(default_factory=list)
+    bible: SeriesBible = field(default_factory=SeriesBible)
     skipped: list[Path] = field(default_factory=list)
     failed: dict[int, str] = field(default_factory=dict)
 
@@ -60,6 +71,34 @@ def select_chapters(book: Path, chapters: str | None = None, *, max_chars: int =
     return Selection([c for c in found if c.number in selected], len(found))
 
 
+def cast_pass(
+    llm: LLM,
+    chapters: list[Chapter],
+    request: ScreenplayRequest,
+    bible: SeriesBible,
+    bible_path: Path,
+    result: BookResult,
+    context: CallContext | None = None,
+) -> dict[int, list[Character]]:
+    """The first pass: each chapter's cast, in order, each call shown the bible as the chapters
+    before it left it; the bible saved after each. Failures go to ``result.failed``; the final
+    bible to ``result.bible``. Returns each cast chapter's characters, by chapter number."""
+    casts: dict[int, list[Character]] = {}
+    for chapter in chapters:
+        try:
+            cast = write_cast(llm, chapter.text, request, bible=bible, context=context).value
+        except MangakaError as exc:
+            result.failed[chapter.number] = str(exc)
+            log.error("chapter %d (%s): the cast call failed: %s", chapter.number, chapter.title, exc)
+            continue
+        casts[chapter.number] = cast
+        bible = bible.updated_with(cast, chapter.number)
+        save_series_bible(bible, bible_path)
+        log.info("chapter %d: cast %s", chapter.number, ", ".join(c.id for c in cast))
+    result.bible = bible
+    return casts
+
+
 def write_book(
     llm: LLM,
     book: Path,
@@ -71,6 +110,7 @@ def write_book(
     request: ScreenplayRequest | None = None,
     selection: Selection | None = None,
     context: CallContext | None = None,
+    bible: Path | None = None,
     **screenplay: Any,
 ) -> BookResult:
     """Every selected chapter's screenplay, ``concurrency`` at a time; see the module docstring.
@@ -78,13 +118,16 @@ def write_book(
     ``request`` (or its options, ``**screenplay``) applies to every chapter; it is checked once,
     before any chapter is written. ``selection``: ``select_chapters(book, chapters)`` already
     made (the book is not read again). ``context``: how to stop the run (``cancel``), and where
-    each chapter's progress goes (chapters in flight report to it in turn)."""
+    each chapter's progress goes (chapters in flight report to it in turn). ``bible``: the series
+    bible's file (default ``out/bible.json``; made when missing, checked before any call)."""
     if concurrency < 1:
         raise InputError(f"concurrency must be at least 1, got {concurrency}")
     if request is None:
         request = ScreenplayRequest(**screenplay)
     elif screenplay:
         raise TypeError(f"give either a request or its options, not both ({', '.join(screenplay)})")
+    bible_path = bible if bible is not None else out / BIBLE_FILE
+    series = load_series_bible(bible_path, missing_ok=True)
     selected, total = selection or select_chapters(book, chapters, max_chars=max_chars)
     width = max(2, len(str(total)))
     result = BookResult()
@@ -96,9 +139,14 @@ def write_book(
         else:
             todo.append((chapter, path))
 
+    casts = cast_pass(llm, [c for c, _ in todo], request, series, bible_path, result, context)
+    series = result.bible
+    todo = [(c, p) for c, p in todo if c.number in casts]
+
     def one(item: tuple[Chapter, Path]) -> Path:
         chapter, path = item
-        done = write_screenplay(llm, chapter.text, request, context=context)
+        cast = casts[chapter.number]
+        done = write_screenplay(llm, chapter.text, request, cast=cast, bible=series, context=context)
         data = done.screenplay.model_dump(mode="json")
         if done.thinking:  # the plan first: a screenplay on disk always has its plan beside it
             write_atomic(path.with_suffix(".thinking.txt"), done.thinking + "\n")

@@ -21,7 +21,7 @@ from mangaka.__main__ import DEMO_CHAPTER, DEMO_OUTPUT, build_parser, main
 from mangaka.devtools.tiny_models import write_lora, write_model
 from mangaka.llm import inprocess
 from mangaka.llm.base import PRESETS
-from mangaka.screenplay.generate import ScreenplayResult
+from mangaka.screenplay.generate import ScreenplayResult, Step
 from mangaka.screenplay.models import Screenplay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +98,9 @@ def recorded(monkeypatch) -> dict[str, list]:
     monkeypatch.setattr(inprocess, "LlamaCppLLM", FakeLLM)
     monkeypatch.setattr("mangaka.screenplay.write_screenplay", write_screenplay)
     monkeypatch.setattr("mangaka.batch.book.write_screenplay", write_screenplay)
+    monkeypatch.setattr(  # the book's first pass: the golden cast for every chapter
+        "mangaka.batch.book.write_cast", lambda *_a, **_kw: Step(list(GOLDEN.characters))
+    )
     monkeypatch.setattr(
         cli_run, "save_storyboard", lambda screenplay, output: [cli_run.storyboard_path(output)]
     )
@@ -129,7 +132,11 @@ def test_every_option_reaches_the_run_from_every_command(command, option, files,
         out = tmp_path / "elsewhere" / ("book" if command == "book" else "mine.json")
         out.parent.mkdir()
         assert main(argv(command, files, tmp_path, out=out)) == 0
-        written = sorted(out.glob("*.json")) if command == "book" else [out]
+        written = sorted(set(out.glob("*.json")) - {out / "bible.json"}) if command == "book" else [out]
+        if command == "book":  # the series bible beside the screenplays, with the cast
+            assert [c["id"] for c in json.loads((out / "bible.json").read_text())["characters"]] == [
+                c.id for c in GOLDEN.characters
+            ]
         assert written and all(json.loads(p.read_text())["title"] == GOLDEN.title for p in written)
         return
     value, where, expected = OPTIONS[option]

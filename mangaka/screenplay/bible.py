@@ -92,7 +92,7 @@ class BibleCharacter(_Strict):
     def as_character(self, fallback: Character | None = None) -> Character:
         """This entry as a screenplay character; a blank name or look is taken from ``fallback``."""
         name = self.name or (fallback.name if fallback else "") or self.id
-        appearance = " ".join(self.appearance.split()) or (fallback.appearance if fallback else "")
+        appearance = self.appearance if self.appearance.strip() else (fallback.appearance if fallback else "")
         return Character(id=self.id, name=name, appearance=appearance or name)
 
 

@@ -141,3 +141,18 @@ def test_the_sd_prompts_bible_takes_the_series_bible():
     assert (entry.appearance, entry.trigger) == ("bible look", "t1")
     compiled = compile_prompts(sp, style="manga_bw", bible=build_bible(sp, b))
     assert any("t1, bible look" in p.positive for p in compiled.panels if first.id in p.characters)
+
+
+def test_book_refuses_a_bad_bible_before_the_model_loads(tmp_path, caplog):
+    from mangaka.__main__ import main
+
+    book = tmp_path / "book.txt"
+    book.write_text("Chapter 1: One\n\nMara drew water.\n\nChapter 2: Two\n\nIlse came.\n", encoding="utf-8")
+    bad = tmp_path / "bible.json"
+    bad.write_text('[{"id": "lin", "name": "Lin"}, {"id": "lin", "name": "Kai"}]', encoding="utf-8")
+    model = tmp_path / "missing.gguf"  # never reached: the bible is checked first
+    assert (
+        main(["book", str(book), "--model", str(model), "-o", str(tmp_path / "out"), "--bible", str(bad)])
+        != 0
+    )
+    assert "'lin' is already characters[0]'s id" in caplog.text and "missing.gguf" not in caplog.text

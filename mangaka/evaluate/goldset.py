@@ -29,7 +29,7 @@ from ..screenplay.models import (
     Language,
     Screenplay,
 )
-from ..screenplay.schema import SCHEMAS_DIR, contract_schema_text
+from ..screenplay.schema import SCHEMAS_DIR, contract_schema_text, write_contract_schema
 from ..screenplay.validate import load_screenplay
 
 GOLD_VERSION = 1
@@ -133,10 +133,7 @@ def gold_schema_text() -> str:
 
 def write_gold_schema(folder: str | Path = SCHEMAS_DIR) -> Path:
     """Write ``gold.schema.json`` into ``folder`` (the pack's ``schemas/``); returns the file."""
-    path = Path(folder) / GOLD_SCHEMA_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(gold_schema_text(), encoding="utf-8", newline="\n")
-    return path
+    return write_contract_schema(gold_schema_text(), GOLD_SCHEMA_FILE, folder)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from ..fileio import read_text, write_atomic
 from ..names import fold, name_match
 from ..structured import json_path
 from .models import ID_PATTERN, MAX_APPEARANCE, MAX_ID, MAX_NAME, NARRATOR, Character, Id, Screenplay
-from .schema import SCHEMAS_DIR, contract_schema_text
+from .schema import SCHEMAS_DIR, contract_schema_text, write_contract_schema
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +340,4 @@ def bible_schema_text() -> str:
 
 def write_bible_schema(folder: str | Path = SCHEMAS_DIR) -> Path:
     """Write ``bible.schema.json`` into ``folder`` (the pack's ``schemas/``); returns the file."""
-    path = Path(folder) / BIBLE_SCHEMA_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(bible_schema_text(), encoding="utf-8", newline="\n")
-    return path
+    return write_contract_schema(bible_schema_text(), BIBLE_SCHEMA_FILE, folder)

@@ -77,13 +77,17 @@ def screenplay_schema_text() -> str:
     return _screenplay_schema_text()
 
 
+def write_contract_schema(text: str, file_name: str, folder: str | Path = SCHEMAS_DIR) -> Path:
+    """Write one contract's schema ``text`` as ``folder/file_name`` (the pack's ``schemas/``)."""
+    path = Path(folder) / file_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", newline="\n")
+    return path
+
+
 def write_schemas(folder: str | Path = SCHEMAS_DIR) -> list[Path]:
     """Write every output contract into ``folder`` (the pack's ``schemas/``); returns the files written."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / SCHEMA_FILE
-    path.write_text(screenplay_schema_text(), encoding="utf-8", newline="\n")
-    return [path]
+    return [write_contract_schema(screenplay_schema_text(), SCHEMA_FILE, folder)]
 
 
 def _string(max_length: int, min_length: int = 1) -> dict[str, Any]:

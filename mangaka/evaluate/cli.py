@@ -64,7 +64,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def select_cases(args: argparse.Namespace) -> tuple[str, list[GoldCase]]:
-    folder = BUILTIN_SET if args.set == BUILTIN_NAME else Path(args.set)
+    """The set's name (``gold`` for the built-in one, else its folder) and the chosen chapters."""
+    builtin = args.set == BUILTIN_NAME
+    folder = BUILTIN_SET if builtin else Path(args.set)
     cases = load_gold_set(folder)
     if args.chapters:
         wanted = [c.strip() for c in args.chapters.split(",") if c.strip()]
@@ -76,7 +78,7 @@ def select_cases(args: argparse.Namespace) -> tuple[str, list[GoldCase]]:
                 f"its chapters are {', '.join(known)}"
             )
         cases = [known[w] for w in dict.fromkeys(wanted)]
-    return str(folder), cases
+    return BUILTIN_NAME if builtin else str(folder), cases
 
 
 def _override(args: argparse.Namespace, spec: str) -> argparse.Namespace:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def _file_mode() -> int:
@@ -30,6 +32,19 @@ def read_text(path: str | Path, what: str) -> str:
         raise InputError(f"{what} {path} is not UTF-8 text; save it as UTF-8") from None
     except OSError as exc:
         raise InputError(f"{what} {path} cannot be read: {exc}") from None
+
+
+def parse_json(text: str | bytes, source: str, fix: str = "") -> Any:
+    """``text`` parsed as JSON; ``InputError`` names ``source``, the line and column, and ``fix``
+    (appended after "; ") when it is not valid JSON."""
+    from .errors import InputError
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        hint = f"; {fix}" if fix else ""
+        message = f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}{hint}"
+        raise InputError(message) from None
 
 
 def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True) -> Path:

@@ -9,7 +9,6 @@ notes that came with the set): 3 to 16 characters, 8 to 30 quotes of at most 120
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from ..errors import InputError
-from ..fileio import read_text
+from ..fileio import parse_json, read_text
 from ..names import fold
 from ..screenplay.models import (
     MAX_CHARACTERS,
@@ -157,13 +156,7 @@ class GoldCase:
 
 
 def _read_json(path: Path) -> Any:
-    text = read_text(path, "gold file")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(
-            f"gold file {path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}; fix the JSON"
-        ) from None
+    return parse_json(read_text(path, "gold file"), f"gold file {path}", "fix the JSON")
 
 
 def _validation_message(path: Path, error: ValidationError) -> str:

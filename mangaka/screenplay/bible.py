@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from ..errors import InputError
-from ..fileio import read_text, write_atomic
+from ..fileio import parse_json, read_text, write_atomic
 from ..names import fold, name_match
 from ..structured import json_path
 from .models import ID_PATTERN, MAX_APPEARANCE, MAX_ID, MAX_NAME, NARRATOR, Character, Id, Screenplay
@@ -307,13 +307,7 @@ def parse_series_bible(text: str, *, source: str = "bible") -> SeriesBible:
     """A bible from JSON text; an empty bible for blank text. ``InputError`` names the field to fix."""
     if not text.strip():
         return SeriesBible()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(
-            f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}; expected e.g. {EXAMPLE}"
-        ) from None
-    return series_bible_from_data(data, source=source)
+    return series_bible_from_data(parse_json(text, source, f"expected e.g. {EXAMPLE}"), source=source)
 
 
 def load_series_bible(path: str | Path, *, missing_ok: bool = False) -> SeriesBible:

@@ -6,7 +6,6 @@ Each check returns human-readable problems that start with the JSON path they co
 
 from __future__ import annotations
 
-import json
 import logging
 from functools import cache
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from ..errors import InputError
+from ..fileio import parse_json
 from ..repair import tidy_strings
 from ..structured import check_schema, schema_problems
 from .models import NARRATOR, Screenplay
@@ -157,12 +157,7 @@ def load_screenplay(
 
     ``InputError`` lists every problem that is left."""
     if isinstance(data, (str, bytes)):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as e:
-            raise InputError(
-                f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-            ) from None
+        data = parse_json(data, source)
     if repair:
         data = repaired_screenplay(data, source)
     problems = validate_screenplay(data)

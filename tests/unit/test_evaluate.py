@@ -449,7 +449,7 @@ def test_invalid_json_names_the_file_and_line(gold_copy: tuple[Path, str]):
     lines = path.read_text(encoding="utf-8").splitlines()
     lines[3] = lines[3] + ",,"
     path.write_text("\n".join(lines), encoding="utf-8")
-    with pytest.raises(InputError, match=rf"{cid}\.gold\.json is not valid JSON: .* at line 4 "):
+    with pytest.raises(InputError, match=rf"{cid}\.gold\.json: not valid JSON: .* at line 4 "):
         load_gold_set(folder)
 
 

@@ -21,10 +21,20 @@ log = logging.getLogger("mangaka")
 DEMO_OUTPUT = "demo.screenplay.json"  # in the current folder, with demo.storyboard.png beside it
 
 
+def _count(text: str) -> int | str:
+    """A count option's value: a whole number, else the text as given (``auto``; the request
+    checks it and names the option)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
     from .llm.base import PRESETS
-    from .screenplay.models import MAX_DIALOGUE, MAX_PANELS
+    from .screenplay.models import MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
     from .screenplay.request import DEFAULT_SAMPLING, MAX_ATTEMPTS, PROMPT_LANGUAGES
+    from .screenplay.scenes import DEFAULT_SCENE_CHARS
 
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
     p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
@@ -43,8 +53,27 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
         default="auto",
         help="flash attention; auto = on where the device supports it (default)",
     )
-    p.add_argument("--panels", type=int, default=6, help=f"panels, 1 to {MAX_PANELS}")
-    p.add_argument("--dialogue", type=int, default=8, help=f"dialogue lines, 0 to {MAX_DIALOGUE}")
+    p.add_argument(
+        "--panels",
+        type=_count,
+        default=6,
+        help=f"panels, 1 to {MAX_PANELS}, or auto (from the chapter's length); more than "
+        f"{MAX_SCENE_PANELS} are written scene by scene",
+    )
+    p.add_argument(
+        "--dialogue",
+        type=_count,
+        default=8,
+        help=f"dialogue lines, 0 to {MAX_DIALOGUE}, or auto (from the chapter's quoted lines)",
+    )
+    p.add_argument(
+        "--scene-chars",
+        type=int,
+        default=DEFAULT_SCENE_CHARS,
+        metavar="CHARS",
+        help=f"a chapter longer than this is written scene by scene (default {DEFAULT_SCENE_CHARS}; "
+        "0: only when it does not fit the context)",
+    )
     p.add_argument("--language", default="en", choices=LANGUAGES)
     p.add_argument(
         "--prompt-language",

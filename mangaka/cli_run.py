@@ -35,6 +35,7 @@ from .llm.inprocess import LoadOptions, check_lora_scale
 from .screenplay.bible import load_series_bible
 from .screenplay.models import Screenplay
 from .screenplay.request import ScreenplayRequest, check_chapter, check_count
+from .screenplay.scenes import DEFAULT_SCENE_CHARS, auto_panels
 
 log = logging.getLogger("mangaka")
 
@@ -49,6 +50,7 @@ REQUEST_FLAGS = {
     "sampling preset": "--sampling",
     "language": "--language",
     "prompt_language": "--prompt-language",
+    "scene_chars": "--scene-chars",
 }
 LOAD_FLAGS = {
     "context (n_ctx)": "--ctx",
@@ -80,6 +82,7 @@ def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
             max_attempts=args.attempts,
             think_tokens=args.think,
             prompt_language=getattr(args, "prompt_language", None),
+            scene_chars=getattr(args, "scene_chars", DEFAULT_SCENE_CHARS),
         )
     except InputError as exc:
         raise _as_option(exc, REQUEST_FLAGS) from None
@@ -233,11 +236,15 @@ def open_llm(args: argparse.Namespace, model: Path | None = None) -> LLM:
 # ------------------------------------------------------------------------------------- write
 
 
-def derived_outputs(output: Path, request: ScreenplayRequest, *, storyboard: bool) -> dict[str, Path]:
-    """The files a ``write``/``demo`` run writes beside the screenplay ``output``, by what they are."""
+def derived_outputs(
+    output: Path, request: ScreenplayRequest, *, storyboard: bool, chapter: str = ""
+) -> dict[str, Path]:
+    """The files a ``write``/``demo`` run writes beside the screenplay ``output``, by what they are
+    (``chapter``: to count the storyboard's pages when ``--panels auto``)."""
     derived = {"plan file": thinking_path(output)} if request.think_tokens else {}
     if storyboard:
-        for n in range(1, storyboard_page_count(request.panels) + 1):
+        panels = request.panels if isinstance(request.panels, int) else auto_panels(chapter)
+        for n in range(1, storyboard_page_count(panels) + 1):
             derived["storyboard picture" if n == 1 else f"storyboard page {n}"] = storyboard_path(output, n)
     return derived
 
@@ -269,7 +276,7 @@ def prepare_write(
     request = request_from_args(args)
     load_options_from_args(args)
     chapter = read_chapter(chapter_path)
-    derived = derived_outputs(output, request, storyboard=storyboard)
+    derived = derived_outputs(output, request, storyboard=storyboard, chapter=chapter)
     check_output_file(
         output, {"the chapter": chapter_path, "the model": model, "the LoRA": args.lora}, derived=derived
     )

@@ -11,54 +11,62 @@ We then assemble the stored screenplay: lines are numbered ``d1..dN`` in reading
 then in the order written), panels ``p1..pM``, and each panel's ``dialogue`` lists its lines.
 
 Both calls share one prefix (system prompt, then the chapter) and differ only in the task that
-follows the chapter, so a backend that reuses the prompt prefix decodes the chapter once.
+follows the chapter, so a backend that reuses the prompt prefix decodes the chapter once. The calls
+themselves (prompts, budgets, checks, repairs) are ``steps.py``.
+
+A chapter that does not fit one call is written scene by scene (``plan_scenes``; where it is cut
+and how counts are spread is ``scenes.py``): the cast calls of every scene in order, then every
+scene's plan and script, and ``assemble_scenes`` makes one screenplay with continuous ids.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import InputError, InvalidOutputError
-from ..llm.base import LLM, CallContext, CancelFn, Message, ProgressFn, Usage, call_context
+from ..llm.base import LLM, CallContext, CancelFn, ProgressFn, Usage, call_context
 from ..llm.budget import json_token_budget
-from ..prompts import prompt
-from ..structured import Attempt, generate_json, json_path
+from ..structured import Attempt
 from .bible import SeriesBible
 from .models import (
-    ANGLES,
-    EMOTIONS,
-    MAX_ACTION,
-    MAX_APPEARANCE,
-    MAX_CHARACTERS,
-    MAX_LINE,
-    MAX_NAME,
-    MAX_TITLE,
-    NARRATOR,
+    MAX_CAST,
     SCREENPLAY_VERSION,
-    SHOTS,
     Character,
     Line,
     Panel,
     Screenplay,
 )
-from .repair import repair_cast, repair_script
 from .request import ScreenplayRequest, check_chapter
-from .schema import cast_call_schema, panel_ids, script_call_schema
-from .validate import cast_problems, validate_screenplay
+from .scenes import (
+    MAX_OVERLAP_CHARS,
+    MAX_SUMMARY_CHARS,
+    OUTPUT_TOKENS_PER_LINE,
+    OUTPUT_TOKENS_PER_PANEL,
+    SHRINK,
+    Paragraph,
+    Scene,
+    paragraphs,
+    scene_counts,
+    split_scenes,
+    story_so_far,
+)
+from .schema import cast_call_schema
+from .steps import (
+    Budget,
+    Prompts,
+    Step,
+    assemble_screenplay,
+    cast_step,
+    check_cast,
+    plan_step,
+    script_step,
+    script_task,
+)
 
 logger = logging.getLogger(__name__)
-
-# Prompt files exist in these languages; a Japanese screenplay uses the English prompts.
-PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "en"}
-LANGUAGE_NAMES = {
-    "en": {"en": "English", "zh": "Simplified Chinese", "ja": "Japanese"},
-    "zh": {"en": "英文", "zh": "简体中文", "ja": "日文"},
-}
 
 
 @dataclass
@@ -67,6 +75,7 @@ class ScreenplayResult:
     attempts: list[Attempt] = field(default_factory=list)  # every try of both calls, in order
     usage: Usage = field(default_factory=Usage)  # summed over every try (and the plan)
     thinking: str = ""  # the planning call's reasoning and notes ("" without one)
+    scenes: list[Scene] = field(default_factory=list)  # the parts written by calls of their own
 
     @property
     def repairs(self) -> list[str]:
@@ -86,271 +95,6 @@ class ScreenplayResult:
     def report(self) -> str:
         """The summary, then each repair on a line of its own (the Screenwriter node's report)."""
         return "\n".join([self.summary(), *(f"repaired {r}" for r in self.repairs)])
-
-
-def _check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
-    if not 1 <= len(cast) <= MAX_CHARACTERS:
-        raise InputError(f"cast: give from 1 to {MAX_CHARACTERS} characters, got {len(cast)}")
-    characters = []
-    for i, c in enumerate(cast):
-        try:
-            characters.append(c if isinstance(c, Character) else Character.model_validate(c))
-        except ValidationError as e:
-            raise InputError(f"cast[{i}] is not a valid character: {e}") from None
-    problems = cast_problems([c.model_dump() for c in characters], "cast")
-    if problems:
-        raise InputError("cast: " + "; ".join(problems))
-    return characters
-
-
-def script_problems(script: dict[str, Any], cast_ids: list[str], panels: int) -> list[str]:
-    """Semantic problems of a schema-valid script reply (paths as in the reply)."""
-    problems = []
-    ids = panel_ids(panels)
-    speakers = [*cast_ids, NARRATOR]
-    for i, d in enumerate(script["dialogue"]):
-        if d["speaker"] not in speakers:
-            problems.append(f"dialogue[{i}].speaker: {d['speaker']!r} is not one of {', '.join(speakers)}")
-        if d["panel"] not in ids:
-            problems.append(f"dialogue[{i}].panel: {d['panel']!r} is not one of {', '.join(ids)}")
-        if not d["line"].strip():
-            problems.append(f"dialogue[{i}].line: is blank; write the words this line says")
-    for j, p in enumerate(script["panels"]):
-        if p["id"] != ids[j]:
-            problems.append(f"panels[{j}].id: must be {ids[j]!r}, got {p['id']!r}")
-        for k, cid in enumerate(p["characters"]):
-            if cid not in cast_ids:
-                problems.append(f"panels[{j}].characters[{k}]: {cid!r} is not one of {', '.join(cast_ids)}")
-    return problems
-
-
-def assemble_screenplay(script: dict[str, Any], cast: list[Character], language: str) -> Screenplay:
-    """The stored screenplay from a valid script reply: ids ``d1..dN`` in reading order, ``p1..pM``.
-
-    Lines are ordered by the panel that carries them, then as written (a no-op when the model
-    placed them in order); a character listed twice in one panel is listed once.
-    """
-    panel_index = {p["id"]: j for j, p in enumerate(script["panels"])}
-    order = sorted(
-        range(len(script["dialogue"])), key=lambda i: (panel_index[script["dialogue"][i]["panel"]], i)
-    )
-    if order != sorted(order):
-        logger.info("screenplay: dialogue lines reordered to follow the panels they were placed in")
-    lines: list[Line] = []
-    by_panel: dict[str, list[str]] = {p["id"]: [] for p in script["panels"]}
-    for n, i in enumerate(order, 1):
-        d = script["dialogue"][i]
-        lines.append(Line(id=f"d{n}", speaker=d["speaker"], line=d["line"], emotion=d["emotion"]))
-        by_panel[d["panel"]].append(f"d{n}")
-    panels = [
-        Panel(
-            id=p["id"],
-            shot=p["shot"],
-            angle=p["angle"],
-            action=p["action"],
-            characters=list(dict.fromkeys(p["characters"])),
-            expression=p["expression"],
-            background=p["background"],
-            lighting=p["lighting"],
-            props=p["props"],
-            dialogue=by_panel[p["id"]],
-        )
-        for p in script["panels"]
-    ]
-    return Screenplay(
-        version=SCREENPLAY_VERSION,
-        title=script["title"],
-        language=language,
-        characters=cast,
-        dialogue=lines,
-        panels=panels,
-    )
-
-
-def _cast_listing(cast: list[Character]) -> str:
-    return "\n".join(f"- {c.id}: {c.name} — {c.appearance}" for c in cast)
-
-
-@dataclass(frozen=True)
-class Step:
-    """What one step of the Screenwriter gives: its value, its tries and the tokens it cost."""
-
-    value: Any
-    attempts: list[Attempt] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-
-    @classmethod
-    def of(cls, value: Any, attempts: list[Attempt]) -> Step:
-        return cls(value, attempts, sum((a.usage for a in attempts), Usage()))
-
-
-@dataclass(frozen=True)
-class Prompts:
-    """The messages of every call of one request: a shared prefix (system prompt, chapter, plan),
-    then the call's task. The chapter is a message of its own: the backend snapshots the prompt
-    at message boundaries, so the script call (and every retry) reuses the decoded chapter."""
-
-    request: ScreenplayRequest
-    system: str
-    chapter: str
-    plan: str = ""
-
-    @classmethod
-    def build(cls, request: ScreenplayRequest, chapter: str) -> Prompts:
-        plang = request.prompt_language or PROMPT_LANGUAGE[request.language]
-        language_name = LANGUAGE_NAMES[plang][request.language]
-        system = prompt(
-            "screenwriter/system", plang, style=request.style.strip(), language_name=language_name
-        )
-        return cls(request, system, prompt("screenwriter/chapter", plang, chapter=chapter.strip()))
-
-    @property
-    def language(self) -> str:
-        """The language of the prompt files (and of the feedback messages)."""
-        return self.request.prompt_language or PROMPT_LANGUAGE[self.request.language]
-
-    def with_plan(self, plan: str) -> Prompts:
-        return Prompts(self.request, self.system, self.chapter, plan)
-
-    def task(self, name: str, **values: Any) -> str:
-        return prompt(f"screenwriter/{name}", self.language, **values)
-
-    def messages(self, task: str) -> list[Message]:
-        notes = [{"role": "user", "content": self.task("planned", plan=self.plan)}] if self.plan else []
-        return [
-            {"role": "system", "content": self.system},
-            {"role": "user", "content": self.chapter},
-            *notes,
-            {"role": "user", "content": task},
-        ]
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Worst-case tokens of each call, computed once, so one progress bar spans the whole request.
-
-    The script's budget is sized for the longest possible ids, as the cast is not known yet."""
-
-    plan: int
-    cast: int
-    script: int
-
-    @classmethod
-    def of(cls, request: ScreenplayRequest, *, cast_call: bool) -> Budget:
-        longest_ids = [f"c{i}".ljust(32, "x") for i in range(request.max_characters)]
-        return cls(
-            plan=request.think_tokens,
-            cast=json_token_budget(cast_call_schema(request.max_characters)) if cast_call else 0,
-            script=json_token_budget(script_call_schema(longest_ids, request.panels, request.dialogue)),
-        )
-
-    @property
-    def total(self) -> int:
-        return self.plan + self.cast + self.script
-
-
-def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
-    """The optional planning call: free text with thinking on, within ``think_tokens``."""
-    request = prompts.request
-    if not request.think_tokens:
-        return Step("")
-    task = prompts.task(
-        "plan", panels=request.panels, dialogue=request.dialogue, max_characters=request.max_characters
-    )
-    planned = llm.complete(
-        prompts.messages(task),
-        sampling=request.sampling_settings,
-        max_tokens=request.think_tokens,
-        thinking=True,
-        context=context,
-    )
-    plan = "\n\n".join(part.strip() for part in (planned.reasoning, planned.text) if part.strip())
-    if planned.finish_reason == "length":
-        logger.warning(
-            "the plan used its whole budget of %d tokens; the screenplay follows it as far as it got "
-            "(raise think_tokens for a complete plan)",
-            request.think_tokens,
-        )
-    if not plan:
-        logger.warning("the planning call returned nothing; writing without a plan")
-    return Step(plan, [], planned.usage)
-
-
-def cast_step(
-    llm: LLM, prompts: Prompts, budget: int, context: CallContext, bible: SeriesBible | None = None
-) -> Step:
-    """The cast call: the characters (id, name, canonical appearance), repaired and checked.
-
-    With a ``bible``, the call is shown the known characters, and each character it lists that the
-    bible knows (by name or alias, else by id) becomes the bible's entry: the call only adds."""
-    request = prompts.request
-    task = prompts.task(
-        "cast", max_characters=request.max_characters, max_name=MAX_NAME, max_appearance=MAX_APPEARANCE
-    )
-    if bible:
-        task += "\n\n" + prompts.task("cast_known", known=bible.listing())
-    data, tries = generate_json(
-        llm,
-        prompts.messages(task),
-        cast_call_schema(request.max_characters),
-        repair=repair_cast,
-        validate=lambda d: cast_problems(d["characters"]),
-        max_attempts=request.max_attempts,
-        max_tokens=budget,
-        sampling=request.sampling_settings,
-        context=context,
-        language=prompts.language,
-        call="screenplay cast",
-    )
-    characters = [Character.model_validate(c) for c in data["characters"]]
-    if bible:
-        characters, _ = bible.map_cast(characters, request.language)
-    return Step.of(characters, tries)
-
-
-def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
-    """The script call: exactly N lines and M panels under a schema built from ``cast``."""
-    request = prompts.request
-    cast_ids = [c.id for c in cast]
-    schema = script_call_schema(cast_ids, request.panels, request.dialogue)
-    task = prompts.task(
-        "script",
-        cast=_cast_listing(cast),
-        dialogue=request.dialogue,
-        panels=request.panels,
-        panel_ids=", ".join(panel_ids(request.panels)),
-        emotions=", ".join(EMOTIONS),
-        shots=", ".join(SHOTS),
-        angles=", ".join(ANGLES),
-        max_title=MAX_TITLE,
-        max_line=MAX_LINE,
-        max_action=MAX_ACTION,
-    )
-
-    def check_script(script: dict[str, Any]) -> list[str]:
-        problems = script_problems(script, cast_ids, request.panels)
-        if problems:
-            return problems
-        try:
-            assembled = assemble_screenplay(script, cast, request.language)
-        except ValidationError as e:  # cannot happen while the call schema matches the models
-            return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
-        return validate_screenplay(assembled.model_dump(mode="json"))
-
-    script, tries = generate_json(
-        llm,
-        prompts.messages(task),
-        schema,
-        repair=repair_script,
-        validate=check_script,
-        max_attempts=request.max_attempts,
-        max_tokens=json_token_budget(schema),
-        sampling=request.sampling_settings,
-        context=context,
-        language=prompts.language,
-        call="screenplay script",
-    )
-    return Step.of(script, tries)
 
 
 def write_screenplay(
@@ -373,16 +117,27 @@ def write_screenplay(
     by id, is the bible's entry), and a given ``cast`` is mapped onto it the same way; the
     screenplay's ids are then the bible's. ``context`` (or ``on_progress``/``cancel``): one progress
     bar counts generated tokens over every call against their worst-case budgets; ``cancel()``
-    stops the run. The chapter is never cut: a backend raises ``ContextOverflowError`` when it
-    does not fit. Raises ``InputError`` for unusable inputs, ``InvalidOutputError`` (every attempt
-    attached) when a call stays invalid after ``max_attempts`` tries, ``Cancelled`` when asked.
+    stops the run.
+
+    A chapter that does not fit one call (the context, ``scene_chars``, or more panels or lines
+    than one call writes) is written scene by scene (``scenes.py``): every scene's cast first, each
+    shown the characters of the scenes before it, then every scene's script with the chapter's
+    cast, the story so far and the end of the scene before; the scenes become one screenplay with
+    continuous ids and each panel's ``scene``. The chapter is never cut: a paragraph that alone does
+    not fit is an ``InputError``. Raises ``InputError`` for unusable inputs, ``InvalidOutputError``
+    (every attempt attached) when a call stays invalid after ``max_attempts`` tries, ``Cancelled``
+    when asked.
     """
     request = _request(request, options)
     context = call_context(context, on_progress, cancel)
     check_chapter(chapter)
-    known_cast = _check_cast(cast) if cast is not None else None
+    known_cast = check_cast(cast) if cast is not None else None
     if known_cast is not None and bible:
         known_cast, _ = bible.map_cast(known_cast, request.language)
+    scenes = plan_scenes(llm, chapter, request)
+    if len(scenes) > 1:
+        return _write_scenes(llm, scenes, request, known_cast, bible, context)
+    request = _with_counts(request, scenes[0])
     prompts = Prompts.build(request, chapter)
     budget = Budget.of(request, cast_call=known_cast is None)
 
@@ -400,7 +155,9 @@ def write_screenplay(
         raise InvalidOutputError(str(e), [*(a.as_dict() for a in characters.attempts), *e.attempts]) from e
     screenplay = assemble_screenplay(script.value, characters.value, request.language)
     attempts = characters.attempts + script.attempts
-    result = ScreenplayResult(screenplay, attempts, plan.usage + characters.usage + script.usage, plan.value)
+    result = ScreenplayResult(
+        screenplay, attempts, plan.usage + characters.usage + script.usage, plan.value, scenes
+    )
     logger.info("screenplay: %s", result.summary())
     return result
 
@@ -413,6 +170,201 @@ def _request(request: ScreenplayRequest | None, options: dict[str, Any]) -> Scre
     return request
 
 
+def _with_counts(request: ScreenplayRequest, scene: Scene) -> ScreenplayRequest:
+    """The request one call makes: the scene's panel and line counts in place of ``auto``."""
+    return replace(request, panels=scene.panels, dialogue=scene.dialogue)
+
+
+# ---- long chapters: scenes ----
+
+
+def plan_scenes(llm: LLM, chapter: str, request: ScreenplayRequest) -> list[Scene]:
+    """The chapter as one scene when it fits one call, else its scenes (``scenes.py``), each with
+    its panel and line counts. Counts tokens with ``llm`` (no generation); when the backend does
+    not know its context (a remote server), only ``scene_chars`` and the per-call counts split."""
+    counts = scene_counts([Scene(1, 0, 0, chapter)], request.panels, request.dialogue, request.language)
+    fits = _Fit(llm, request, chapter)
+    if counts is not None:
+        ((panels, dialogue),) = counts
+        within_limit = not request.scene_chars or len(chapter) <= request.scene_chars
+        if within_limit and fits.whole(chapter, panels, dialogue):
+            paras = paragraphs(chapter)
+            return [Scene(1, 0, max(0, len(paras) - 1), chapter, "", panels, dialogue)]
+    room = fits.paragraph_room()
+    limit = float(min(request.scene_chars or len(chapter), len(chapter)))
+    while True:
+        scenes = split_scenes(chapter, limit, room=room, size=fits.paragraph_tokens if room else None)
+        smallest = limit <= max(len(p.text) for p in paragraphs(chapter))
+        counts = scene_counts(scenes, request.panels, request.dialogue, request.language, clamp=smallest)
+        if counts is not None and all(fits.scene(s, n, d) for s, (n, d) in zip(scenes, counts, strict=True)):
+            break
+        if smallest:
+            raise InputError(
+                f"chapter: cannot be split into scenes that fit: even one paragraph a scene leaves too "
+                f"little room for {request.panels} panels and {request.dialogue} lines in a context of "
+                f"{llm.n_ctx} tokens; ask for fewer panels or lines, or load the model with a larger "
+                "context (n_ctx)"
+            )
+        limit *= SHRINK
+    scenes = [replace(s, panels=n, dialogue=d) for s, (n, d) in zip(scenes, counts, strict=True)]
+    logger.info(
+        "screenplay: the chapter (%d characters) is written in %d scenes: %s",
+        len(chapter),
+        len(scenes),
+        ", ".join(f"{s.panels} panels" for s in scenes),
+    )
+    return scenes
+
+
+class _Fit:
+    """Whether a call's prompt and its output's room fit the context, by counting tokens."""
+
+    def __init__(self, llm: LLM, request: ScreenplayRequest, chapter: str) -> None:
+        self.llm, self.n_ctx = llm, llm.n_ctx
+        self._base = 0
+        self._overhead = 0
+        if self.n_ctx:
+            sample = chapter[: request.max_characters * 100 + MAX_SUMMARY_CHARS + MAX_OVERLAP_CHARS]
+            prompts = Prompts.build(replace(request, panels=1, dialogue=1), "x")
+            messages = prompts.messages(script_task(prompts, [], 1, 1) + sample)
+            self._base = llm.count_tokens([{"role": "user", "content": ""}])
+            self._overhead = llm.count_tokens(messages)
+
+    @staticmethod
+    def reserve(panels: int, dialogue: int) -> int:
+        return panels * OUTPUT_TOKENS_PER_PANEL + dialogue * OUTPUT_TOKENS_PER_LINE
+
+    def tokens(self, text: str) -> int:
+        return max(0, self.llm.count_tokens([{"role": "user", "content": text}]) - self._base)
+
+    def paragraph_tokens(self, paragraph: Paragraph) -> float:
+        return float(self.tokens(paragraph.text))
+
+    def whole(self, chapter: str, panels: int, dialogue: int) -> bool:
+        need = self._overhead + self.tokens(chapter) + self.reserve(panels, dialogue)
+        return not self.n_ctx or need <= self.n_ctx
+
+    def paragraph_room(self) -> float | None:
+        """Tokens one paragraph may have: the context less the prompt and one panel's room."""
+        return float(self.n_ctx - self._overhead - self.reserve(1, 1)) if self.n_ctx else None
+
+    def scene(self, scene: Scene, panels: int, dialogue: int) -> bool:
+        return self.whole(scene.text, panels, dialogue)
+
+
+def _write_scenes(
+    llm: LLM,
+    scenes: list[Scene],
+    request: ScreenplayRequest,
+    known_cast: list[Character] | None,
+    bible: SeriesBible | None,
+    context: CallContext,
+) -> ScreenplayResult:
+    """Every scene's cast (unless known), then every scene's script; one screenplay of them all."""
+    requests = [_with_counts(request, s) for s in scenes]
+    budgets = [Budget.of(r, cast_call=known_cast is None) for r in requests]
+    total = sum(b.total for b in budgets)
+    offsets = [sum(b.total for b in budgets[:i]) for i in range(len(budgets))]
+    attempts: list[Attempt] = []
+    usage = Usage()
+    if known_cast is None:
+        cast, cast_tries, usage = _scene_casts(llm, scenes, requests, budgets, offsets, total, bible, context)
+        attempts += cast_tries
+    else:
+        cast = known_cast
+    if len(cast) > MAX_CAST:
+        raise InvalidOutputError(
+            f"screenplay cast: the chapter's scenes list {len(cast)} characters, more than a screenplay "
+            f"holds ({MAX_CAST}); lower max_characters, or give the cast (a series bible)",
+            [a.as_dict() for a in attempts],
+        )
+    scripts: list[dict[str, Any]] = []
+    plans: list[str] = []
+    actions: list[str] = []
+    for scene, scene_request, budget, offset in zip(scenes, requests, budgets, offsets, strict=True):
+        prompts = Prompts.build(scene_request, scene.text).with_story_so_far(
+            story_so_far(actions), scene.overlap, scene.number, len(scenes)
+        )
+        start = offset + budget.cast
+        plan = plan_step(llm, prompts, context.share(start, total))
+        prompts = prompts.with_plan(plan.value)
+        try:
+            script = script_step(llm, prompts, cast, context.share(start + budget.plan, total))
+        except InvalidOutputError as e:
+            raise InvalidOutputError(
+                f"scene {scene.number} of {len(scenes)}: {e}", [*(a.as_dict() for a in attempts), *e.attempts]
+            ) from e
+        attempts += script.attempts
+        usage = usage + plan.usage + script.usage
+        scripts.append(script.value)
+        actions += [p["action"] for p in script.value["panels"]]
+        if plan.value:
+            plans.append(f"Scene {scene.number}:\n{plan.value}")
+    screenplay = assemble_scenes(scripts, cast, request.language)
+    result = ScreenplayResult(screenplay, attempts, usage, "\n\n".join(plans), scenes)
+    logger.info("screenplay: %s", result.summary())
+    return result
+
+
+def _scene_casts(
+    llm: LLM,
+    scenes: list[Scene],
+    requests: list[ScreenplayRequest],
+    budgets: list[Budget],
+    offsets: list[int],
+    total: int,
+    bible: SeriesBible | None,
+    context: CallContext,
+) -> tuple[list[Character], list[Attempt], Usage]:
+    """Each scene's cast call in order, each shown the characters found so far (and ``bible``'s);
+    the chapter's cast is their union, one entry per person."""
+    known = bible or SeriesBible()
+    cast: dict[str, Character] = {}
+    attempts: list[Attempt] = []
+    usage = Usage()
+    for scene, scene_request, budget, offset in zip(scenes, requests, budgets, offsets, strict=True):
+        prompts = Prompts.build(scene_request, scene.text)
+        step = cast_step(llm, prompts, budget.cast, context.share(offset, total), known)
+        attempts += step.attempts
+        usage = usage + step.usage
+        for c in step.value:
+            cast.setdefault(c.id, c)
+        known = known.updated_with(step.value, 1)
+    return list(cast.values()), attempts, usage
+
+
+def assemble_scenes(scripts: list[dict[str, Any]], cast: list[Character], language: str) -> Screenplay:
+    """One screenplay of the scenes' valid script replies: ids ``p1..pM`` and ``d1..dN`` run on across
+    scenes, each panel records its scene, the title is the first scene's."""
+    panels: list[Panel] = []
+    lines: list[Line] = []
+    for number, script in enumerate(scripts, 1):
+        part = assemble_screenplay(script, cast, language)
+        line_ids = {line.id: f"d{len(lines) + k}" for k, line in enumerate(part.dialogue, 1)}
+        lines += [line.model_copy(update={"id": line_ids[line.id]}) for line in part.dialogue]
+        for p in part.panels:
+            panels.append(
+                p.model_copy(
+                    update={
+                        "id": f"p{len(panels) + 1}",
+                        "dialogue": [line_ids[i] for i in p.dialogue],
+                        "scene": number,
+                    }
+                )
+            )
+    characters = cast
+    return Screenplay.model_validate(
+        {
+            "version": SCREENPLAY_VERSION,
+            "title": scripts[0]["title"],
+            "language": language,
+            "characters": [c.model_dump(mode="json") for c in characters],
+            "dialogue": [line.model_dump(mode="json") for line in lines],
+            "panels": [p.model_dump(mode="json") for p in panels],
+        }
+    )
+
+
 def write_cast(
     llm: LLM,
     chapter: str,
@@ -423,10 +375,19 @@ def write_cast(
     **options: Any,
 ) -> Step:
     """Only the cast call of ``write_screenplay`` (no plan): a ``Step`` whose value is the chapter's
-    characters, known ones as ``bible`` has them. A book's first pass; ``write_screenplay(...,
-    cast=step.value)`` then writes the script."""
+    characters, known ones as ``bible`` has them (a long chapter: every scene's cast call, in
+    order). A book's first pass; ``write_screenplay(..., cast=step.value)`` then writes the script."""
     request = _request(request, options)
     context = call_context(context, None, None)
     check_chapter(chapter)
+    scenes = plan_scenes(llm, chapter, request)
     budget = json_token_budget(cast_call_schema(request.max_characters))
-    return cast_step(llm, Prompts.build(request, chapter), budget, context.share(0, budget), bible)
+    if len(scenes) == 1:
+        return cast_step(llm, Prompts.build(request, chapter), budget, context.share(0, budget), bible)
+    requests = [_with_counts(request, s) for s in scenes]
+    budgets = [Budget(0, budget, 0)] * len(scenes)
+    offsets = [i * budget for i in range(len(scenes))]
+    cast, attempts, usage = _scene_casts(
+        llm, scenes, requests, budgets, offsets, budget * len(scenes), bible, context
+    )
+    return Step(cast, attempts, usage)

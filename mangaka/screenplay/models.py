@@ -7,15 +7,22 @@ a token budget computed from the schema (``mangaka.llm.budget``).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    model_serializer,
+)
 
 SCREENPLAY_VERSION = 1
 
 # Bounds (characters for strings, items for lists). Chosen for a manga chapter: a balloon holds
-# about 120 characters; a panel description is a sentence or two; a page-turning chapter has
-# at most two dozen panels per call.
+# about 120 characters; a panel description is a sentence or two. One script call writes at most
+# two dozen panels (a scene); a chapter written scene by scene may have up to MAX_PANELS.
 MAX_ID = 32
 MAX_TITLE = 80
 MAX_NAME = 40
@@ -27,9 +34,13 @@ MAX_BACKGROUND = 160
 MAX_LIGHTING = 80
 MAX_PROP = 32
 MAX_PROPS = 4
-MAX_CHARACTERS = 16
-MAX_PANELS = 24
-MAX_DIALOGUE = 48
+MAX_CHARACTERS = 16  # characters one cast call may list
+MAX_CAST = 48  # characters of one screenplay (a chapter's scenes together)
+MAX_SCENE_PANELS = 24  # panels of one script call
+MAX_SCENE_DIALOGUE = 48  # lines of one script call
+MAX_PANELS = 240  # panels of one chapter
+MAX_DIALOGUE = 480  # lines of one chapter
+MAX_SCENES = MAX_PANELS  # scenes of one chapter (each has a panel at least)
 
 NARRATOR = "narrator"
 ID_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
@@ -123,7 +134,14 @@ class Panel(_Strict):
     lighting: Annotated[str, _text(MAX_LIGHTING, 0)] = Field(description="Light, time of day, mood.")
     props: list[Annotated[str, _text(MAX_PROP)]] = Field(max_length=MAX_PROPS)
     dialogue: list[Id] = Field(
-        max_length=MAX_DIALOGUE, description="Ids of the lines in this panel, in order."
+        max_length=MAX_SCENE_DIALOGUE, description="Ids of the lines in this panel, in order."
+    )
+    scene: int = Field(
+        1,
+        ge=1,
+        le=MAX_SCENES,
+        description="The chapter's scene this panel belongs to (1, 2, …); a long chapter is written "
+        "scene by scene. Optional: 1 when absent.",
     )
 
 
@@ -133,9 +151,19 @@ class Screenplay(_Strict):
     version: Literal[1] = Field(description="Contract version of this format.")
     title: Annotated[str, _text(MAX_TITLE)]
     language: Language = Field(description="Language of names, lines and descriptions.")
-    characters: list[Character] = Field(min_length=1, max_length=MAX_CHARACTERS)
+    characters: list[Character] = Field(min_length=1, max_length=MAX_CAST)
     dialogue: list[Line] = Field(max_length=MAX_DIALOGUE)
     panels: list[Panel] = Field(min_length=1, max_length=MAX_PANELS)
+
+    @model_serializer(mode="wrap")
+    def _scenes_only_when_there_are_some(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A chapter written in one call is stored as before scenes existed: no ``scene`` keys."""
+        data = handler(self)
+        panels = data.get("panels")
+        if isinstance(panels, list) and all(isinstance(p, dict) and p.get("scene", 1) == 1 for p in panels):
+            for p in panels:
+                p.pop("scene", None)
+        return data
 
     def character(self, character_id: str) -> Character | None:
         return next((c for c in self.characters if c.id == character_id), None)

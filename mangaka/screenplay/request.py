@@ -15,11 +15,13 @@ from typing import Any
 from ..errors import InputError
 from ..llm.base import Sampling, sampling_preset
 from .models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
+from .scenes import AUTO, DEFAULT_SCENE_CHARS
 
 MAX_STYLE = 200
 MAX_ATTEMPTS = 10
 MAX_THINK_TOKENS = 32768
 MAX_SEED = 2**31 - 1
+MAX_SCENE_CHARS = 1_000_000
 DEFAULT_SAMPLING = "qwen3.5-instruct"
 # The languages the Screenwriter's prompt files are written in (prompts/screenwriter/*.<lang>.md).
 PROMPT_LANGUAGES = ("en", "zh")
@@ -32,6 +34,15 @@ def check_count(name: str, value: Any, low: int, high: int) -> int:
     if not low <= value <= high:
         raise InputError(f"{name} must be from {low} to {high}, got {value}")
     return value
+
+
+def check_count_or_auto(name: str, value: Any, low: int, high: int) -> int | str:
+    """``value`` as ``check_count`` takes it, or the word ``auto`` (a count from the chapter)."""
+    if isinstance(value, str) and value.strip().casefold() == AUTO:
+        return AUTO
+    if isinstance(value, str):
+        raise InputError(f"{name} must be a whole number from {low} to {high} or 'auto', got {value!r}")
+    return check_count(name, value, low, high)
 
 
 def sampling_settings(name: str, seed: int = 0) -> Sampling:
@@ -66,8 +77,8 @@ class ScreenplayRequest:
     """
 
     language: str = "en"
-    panels: int = 6
-    dialogue: int = 8
+    panels: int | str = 6  # or "auto": from the chapter's length (screenplay/scenes.py)
+    dialogue: int | str = 8  # or "auto": from the chapter's quoted lines
     max_characters: int = 8
     style: str = "manga"
     sampling: str | Sampling | None = DEFAULT_SAMPLING
@@ -75,6 +86,7 @@ class ScreenplayRequest:
     max_attempts: int = 3
     think_tokens: int = 0
     prompt_language: str | None = None  # the prompts' language; None: Chinese for zh, else English
+    scene_chars: int = DEFAULT_SCENE_CHARS  # a longer chapter is written scene by scene; 0: no limit
 
     def __post_init__(self) -> None:
         if self.sampling is None:  # callers that pass "no preference"
@@ -83,8 +95,9 @@ class ScreenplayRequest:
             raise InputError(
                 f"language {self.language!r} is not supported; choose one of: {', '.join(LANGUAGES)}"
             )
-        check_count("panels", self.panels, 1, MAX_PANELS)
-        check_count("dialogue", self.dialogue, 0, MAX_DIALOGUE)
+        object.__setattr__(self, "panels", check_count_or_auto("panels", self.panels, 1, MAX_PANELS))
+        object.__setattr__(self, "dialogue", check_count_or_auto("dialogue", self.dialogue, 0, MAX_DIALOGUE))
+        check_count("scene_chars", self.scene_chars, 0, MAX_SCENE_CHARS)
         check_count("max_characters", self.max_characters, 1, MAX_CHARACTERS)
         check_count("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS)
         check_count("think_tokens", self.think_tokens, 0, MAX_THINK_TOKENS)

@@ -151,6 +151,8 @@ def _longest_instance(schema: dict[str, Any], root: dict[str, Any]) -> Any:
         return [_longest_instance(schema["items"], root) for _ in range(schema["maxItems"])]
     if schema.get("type") == "string":
         return "\U0001f600" * (32 if "pattern" in schema else schema["maxLength"])
+    if schema.get("type") == "integer":
+        return schema["maximum"]
     raise AssertionError(schema)
 
 

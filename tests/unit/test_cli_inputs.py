@@ -21,8 +21,9 @@ from mangaka.__main__ import DEMO_CHAPTER, DEMO_OUTPUT, build_parser, main
 from mangaka.devtools.tiny_models import write_lora, write_model
 from mangaka.llm import inprocess
 from mangaka.llm.base import PRESETS
-from mangaka.screenplay.generate import ScreenplayResult, Step
+from mangaka.screenplay.generate import ScreenplayResult
 from mangaka.screenplay.models import Screenplay
+from mangaka.screenplay.steps import Step
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "prompts" / "samples" / "demo_book.en.txt"
@@ -251,8 +252,11 @@ def refused(argv_: list[str], caplog, *needles: str) -> str:
 
 
 BAD_OPTIONS = [
-    (["--panels", "0"], "--panels must be from 1 to 24, got 0"),
-    (["--panels", "25"], "--panels must be from 1 to 24, got 25"),
+    (["--panels", "0"], "--panels must be from 1 to 240, got 0"),
+    (["--panels", "241"], "--panels must be from 1 to 240, got 241"),
+    (["--panels", "many"], "--panels must be a whole number from 1 to 240 or 'auto', got 'many'"),
+    (["--dialogue", "some"], "--dialogue must be a whole number from 0 to 480 or 'auto', got 'some'"),
+    (["--scene-chars", "-1"], "--scene-chars must be from 0 to 1000000, got -1"),
     (["--dialogue", "-1"], "--dialogue must be from 0 to"),
     (["--attempts", "0"], "--attempts must be from 1 to"),
     (["--think", "-1"], "--think must be from 0 to"),

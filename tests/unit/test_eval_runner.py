@@ -82,8 +82,8 @@ def test_compare_changes_only_what_it_names():
 def test_a_configuration_needs_a_model_or_a_server_and_valid_options(tmp_path):
     with pytest.raises(InputError, match=r"configuration a: give either --model FILE\.gguf or --remote URL"):
         _config("a", args_of("gold"))
-    with pytest.raises(InputError, match="--panels must be from 1 to 24, got 99"):
-        _config("a", args_of("gold", "--remote", "http://x", "--panels", "99"))
+    with pytest.raises(InputError, match="--panels must be from 1 to 240, got 999"):
+        _config("a", args_of("gold", "--remote", "http://x", "--panels", "999"))
     with pytest.raises(InputError, match="--prompt-language"):
         _config("a", _apply(args_of("gold", "--remote", "http://x"), ["prompt_language=fr"]))
     with pytest.raises(Exception, match="not-a-model"):

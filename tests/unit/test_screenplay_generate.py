@@ -523,8 +523,8 @@ def test_context_overflow_propagates_unchanged():
 
 def test_the_chapter_is_passed_whole():
     chapter = "\n".join(f"Paragraph {i}: " + "word " * 50 for i in range(200))
-    llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
-    write_screenplay(llm, chapter, panels=3, dialogue=4)
+    llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]), n_ctx=200_000)
+    write_screenplay(llm, chapter, panels=3, dialogue=4, scene_chars=0)  # it fits: one call
     assert chapter.strip() in llm.calls[0]["messages"][1]["content"]
     assert chapter.strip() in llm.calls[1]["messages"][1]["content"]
 
@@ -536,12 +536,14 @@ def test_the_chapter_is_passed_whole():
         ({"chapter": " \n\t "}, "chapter is empty"),
         ({"chapter": None}, "chapter must be text"),
         ({"language": "fr"}, "language 'fr' is not supported; choose one of: zh, en, ja"),
-        ({"panels": 0}, "panels must be from 1 to 24, got 0"),
-        ({"panels": 25}, "panels must be from 1 to 24, got 25"),
-        ({"panels": 2.5}, "panels must be a whole number from 1 to 24"),
+        ({"panels": 0}, "panels must be from 1 to 240, got 0"),
+        ({"panels": 241}, "panels must be from 1 to 240, got 241"),
+        ({"panels": 2.5}, "panels must be a whole number from 1 to 240"),
+        ({"panels": "lots"}, "panels must be a whole number from 1 to 240 or 'auto', got 'lots'"),
         ({"panels": True}, "panels must be a whole number"),
-        ({"dialogue": -1}, "dialogue must be from 0 to 48, got -1"),
-        ({"dialogue": 49}, "dialogue must be from 0 to 48"),
+        ({"dialogue": -1}, "dialogue must be from 0 to 480, got -1"),
+        ({"dialogue": 481}, "dialogue must be from 0 to 480"),
+        ({"scene_chars": -5}, "scene_chars must be from 0 to 1000000, got -5"),
         ({"max_characters": 0}, "max_characters must be from 1 to 16"),
         ({"max_characters": 17}, "max_characters must be from 1 to 16"),
         ({"style": "  "}, "style is empty"),

@@ -1,0 +1,327 @@
+"""The Screenwriter's steps: the prompts of a request, each call's token budget, and the plan,
+cast and script calls, each checked and repaired (``generate.py`` puts them together)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import InputError
+from ..llm.base import LLM, CallContext, Message, Usage
+from ..llm.budget import json_token_budget
+from ..prompts import prompt
+from ..structured import Attempt, generate_json, json_path
+from .bible import SeriesBible
+from .models import (
+    ANGLES,
+    EMOTIONS,
+    MAX_ACTION,
+    MAX_APPEARANCE,
+    MAX_CHARACTERS,
+    MAX_LINE,
+    MAX_NAME,
+    MAX_TITLE,
+    NARRATOR,
+    SCREENPLAY_VERSION,
+    SHOTS,
+    Character,
+    Line,
+    Panel,
+    Screenplay,
+)
+from .repair import repair_cast, repair_script
+from .request import ScreenplayRequest
+from .schema import cast_call_schema, panel_ids, script_call_schema
+from .validate import cast_problems, validate_screenplay
+
+logger = logging.getLogger(__name__)
+
+# Prompt files exist in these languages; a Japanese screenplay uses the English prompts.
+PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "en"}
+LANGUAGE_NAMES = {
+    "en": {"en": "English", "zh": "Simplified Chinese", "ja": "Japanese"},
+    "zh": {"en": "英文", "zh": "简体中文", "ja": "日文"},
+}
+
+
+def check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
+    if not 1 <= len(cast) <= MAX_CHARACTERS:
+        raise InputError(f"cast: give from 1 to {MAX_CHARACTERS} characters, got {len(cast)}")
+    characters = []
+    for i, c in enumerate(cast):
+        try:
+            characters.append(c if isinstance(c, Character) else Character.model_validate(c))
+        except ValidationError as e:
+            raise InputError(f"cast[{i}] is not a valid character: {e}") from None
+    problems = cast_problems([c.model_dump() for c in characters], "cast")
+    if problems:
+        raise InputError("cast: " + "; ".join(problems))
+    return characters
+
+
+def script_problems(script: dict[str, Any], cast_ids: list[str], panels: int) -> list[str]:
+    """Semantic problems of a schema-valid script reply (paths as in the reply)."""
+    problems = []
+    ids = panel_ids(panels)
+    speakers = [*cast_ids, NARRATOR]
+    for i, d in enumerate(script["dialogue"]):
+        if d["speaker"] not in speakers:
+            problems.append(f"dialogue[{i}].speaker: {d['speaker']!r} is not one of {', '.join(speakers)}")
+        if d["panel"] not in ids:
+            problems.append(f"dialogue[{i}].panel: {d['panel']!r} is not one of {', '.join(ids)}")
+        if not d["line"].strip():
+            problems.append(f"dialogue[{i}].line: is blank; write the words this line says")
+    for j, p in enumerate(script["panels"]):
+        if p["id"] != ids[j]:
+            problems.append(f"panels[{j}].id: must be {ids[j]!r}, got {p['id']!r}")
+        for k, cid in enumerate(p["characters"]):
+            if cid not in cast_ids:
+                problems.append(f"panels[{j}].characters[{k}]: {cid!r} is not one of {', '.join(cast_ids)}")
+    return problems
+
+
+def assemble_screenplay(script: dict[str, Any], cast: list[Character], language: str) -> Screenplay:
+    """The stored screenplay from a valid script reply: ids ``d1..dN`` in reading order, ``p1..pM``.
+
+    Lines are ordered by the panel that carries them, then as written (a no-op when the model
+    placed them in order); a character listed twice in one panel is listed once.
+    """
+    panel_index = {p["id"]: j for j, p in enumerate(script["panels"])}
+    order = sorted(
+        range(len(script["dialogue"])), key=lambda i: (panel_index[script["dialogue"][i]["panel"]], i)
+    )
+    if order != sorted(order):
+        logger.info("screenplay: dialogue lines reordered to follow the panels they were placed in")
+    lines: list[Line] = []
+    by_panel: dict[str, list[str]] = {p["id"]: [] for p in script["panels"]}
+    for n, i in enumerate(order, 1):
+        d = script["dialogue"][i]
+        lines.append(Line(id=f"d{n}", speaker=d["speaker"], line=d["line"], emotion=d["emotion"]))
+        by_panel[d["panel"]].append(f"d{n}")
+    panels = [
+        Panel(
+            id=p["id"],
+            shot=p["shot"],
+            angle=p["angle"],
+            action=p["action"],
+            characters=list(dict.fromkeys(p["characters"])),
+            expression=p["expression"],
+            background=p["background"],
+            lighting=p["lighting"],
+            props=p["props"],
+            dialogue=by_panel[p["id"]],
+        )
+        for p in script["panels"]
+    ]
+    return Screenplay(
+        version=SCREENPLAY_VERSION,
+        title=script["title"],
+        language=language,
+        characters=cast,
+        dialogue=lines,
+        panels=panels,
+    )
+
+
+def cast_listing(cast: list[Character]) -> str:
+    return "\n".join(f"- {c.id}: {c.name} — {c.appearance}" for c in cast)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one step of the Screenwriter gives: its value, its tries and the tokens it cost."""
+
+    value: Any
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    @classmethod
+    def of(cls, value: Any, attempts: list[Attempt]) -> Step:
+        return cls(value, attempts, sum((a.usage for a in attempts), Usage()))
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The messages of every call of one request: a shared prefix (system prompt, chapter, plan),
+    then the call's task. The chapter is a message of its own: the backend snapshots the prompt
+    at message boundaries, so the script call (and every retry) reuses the decoded chapter."""
+
+    request: ScreenplayRequest
+    system: str
+    chapter: str
+    plan: str = ""
+    scene: str = ""  # a scene's place in the chapter and the story so far ("" for a whole chapter)
+
+    @classmethod
+    def build(cls, request: ScreenplayRequest, chapter: str) -> Prompts:
+        plang = request.prompt_language or PROMPT_LANGUAGE[request.language]
+        language_name = LANGUAGE_NAMES[plang][request.language]
+        system = prompt(
+            "screenwriter/system", plang, style=request.style.strip(), language_name=language_name
+        )
+        return cls(request, system, prompt("screenwriter/chapter", plang, chapter=chapter.strip()))
+
+    @property
+    def language(self) -> str:
+        """The language of the prompt files (and of the feedback messages)."""
+        return self.request.prompt_language or PROMPT_LANGUAGE[self.request.language]
+
+    def with_plan(self, plan: str) -> Prompts:
+        return replace(self, plan=plan)
+
+    def with_story_so_far(self, summary: str, overlap: str, number: int, total: int) -> Prompts:
+        """The prompts of scene ``number`` of ``total``: told the story so far and how the scene
+        before ended, both already adapted."""
+        earlier = self.task("scene_before", summary=summary, overlap=overlap) if number > 1 else ""
+        note = self.task("scene", number=number, total=total) + (f"\n\n{earlier}" if earlier else "")
+        return replace(self, scene=note)
+
+    def task(self, name: str, **values: Any) -> str:
+        return prompt(f"screenwriter/{name}", self.language, **values)
+
+    def messages(self, task: str) -> list[Message]:
+        notes = [{"role": "user", "content": self.scene}] if self.scene else []
+        if self.plan:
+            notes.append({"role": "user", "content": self.task("planned", plan=self.plan)})
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.chapter},
+            *notes,
+            {"role": "user", "content": task},
+        ]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Worst-case tokens of each call, computed once, so one progress bar spans the whole request.
+
+    The script's budget is sized for the longest possible ids, as the cast is not known yet."""
+
+    plan: int
+    cast: int
+    script: int
+
+    @classmethod
+    def of(cls, request: ScreenplayRequest, *, cast_call: bool) -> Budget:
+        longest_ids = [f"c{i}".ljust(32, "x") for i in range(request.max_characters)]
+        return cls(
+            plan=request.think_tokens,
+            cast=json_token_budget(cast_call_schema(request.max_characters)) if cast_call else 0,
+            script=json_token_budget(script_call_schema(longest_ids, request.panels, request.dialogue)),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.plan + self.cast + self.script
+
+
+def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
+    """The optional planning call: free text with thinking on, within ``think_tokens``."""
+    request = prompts.request
+    if not request.think_tokens:
+        return Step("")
+    task = prompts.task(
+        "plan", panels=request.panels, dialogue=request.dialogue, max_characters=request.max_characters
+    )
+    planned = llm.complete(
+        prompts.messages(task),
+        sampling=request.sampling_settings,
+        max_tokens=request.think_tokens,
+        thinking=True,
+        context=context,
+    )
+    plan = "\n\n".join(part.strip() for part in (planned.reasoning, planned.text) if part.strip())
+    if planned.finish_reason == "length":
+        logger.warning(
+            "the plan used its whole budget of %d tokens; the screenplay follows it as far as it got "
+            "(raise think_tokens for a complete plan)",
+            request.think_tokens,
+        )
+    if not plan:
+        logger.warning("the planning call returned nothing; writing without a plan")
+    return Step(plan, [], planned.usage)
+
+
+def cast_step(
+    llm: LLM, prompts: Prompts, budget: int, context: CallContext, bible: SeriesBible | None = None
+) -> Step:
+    """The cast call: the characters (id, name, canonical appearance), repaired and checked.
+
+    With a ``bible``, the call is shown the known characters, and each character it lists that the
+    bible knows (by name or alias, else by id) becomes the bible's entry: the call only adds."""
+    request = prompts.request
+    task = prompts.task(
+        "cast", max_characters=request.max_characters, max_name=MAX_NAME, max_appearance=MAX_APPEARANCE
+    )
+    if bible:
+        task += "\n\n" + prompts.task("cast_known", known=bible.listing())
+    data, tries = generate_json(
+        llm,
+        prompts.messages(task),
+        cast_call_schema(request.max_characters),
+        repair=repair_cast,
+        validate=lambda d: cast_problems(d["characters"]),
+        max_attempts=request.max_attempts,
+        max_tokens=budget,
+        sampling=request.sampling_settings,
+        context=context,
+        language=prompts.language,
+        call="screenplay cast",
+    )
+    characters = [Character.model_validate(c) for c in data["characters"]]
+    if bible:
+        characters, _ = bible.map_cast(characters, request.language)
+    return Step.of(characters, tries)
+
+
+def script_task(prompts: Prompts, cast: list[Character], panels: int, dialogue: int) -> str:
+    return prompts.task(
+        "script",
+        cast=cast_listing(cast),
+        dialogue=dialogue,
+        panels=panels,
+        panel_ids=", ".join(panel_ids(panels)),
+        emotions=", ".join(EMOTIONS),
+        shots=", ".join(SHOTS),
+        angles=", ".join(ANGLES),
+        max_title=MAX_TITLE,
+        max_line=MAX_LINE,
+        max_action=MAX_ACTION,
+    )
+
+
+def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
+    """The script call: exactly N lines and M panels under a schema built from ``cast``."""
+    request = prompts.request
+    cast_ids = [c.id for c in cast]
+    schema = script_call_schema(cast_ids, request.panels, request.dialogue)
+    task = script_task(prompts, cast, request.panels, request.dialogue)
+
+    def check_script(script: dict[str, Any]) -> list[str]:
+        problems = script_problems(script, cast_ids, request.panels)
+        if problems:
+            return problems
+        try:
+            assembled = assemble_screenplay(script, cast, request.language)
+        except ValidationError as e:  # cannot happen while the call schema matches the models
+            return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
+        return validate_screenplay(assembled.model_dump(mode="json"))
+
+    script, tries = generate_json(
+        llm,
+        prompts.messages(task),
+        schema,
+        repair=repair_script,
+        validate=check_script,
+        max_attempts=request.max_attempts,
+        max_tokens=json_token_budget(schema),
+        sampling=request.sampling_settings,
+        context=context,
+        language=prompts.language,
+        call="screenplay script",
+    )
+    return Step.of(script, tries)

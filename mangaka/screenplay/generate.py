@@ -191,6 +191,12 @@ def plan_scenes(llm: LLM, chapter: str, request: ScreenplayRequest) -> list[Scen
             paras = paragraphs(chapter)
             return [Scene(1, 0, max(0, len(paras) - 1), chapter, "", panels, dialogue)]
     room = fits.paragraph_room()
+    if room is not None and room <= 0:
+        raise InputError(
+            f"chapter: does not fit a context of {llm.n_ctx} tokens, and no scene would: the prompt "
+            f"alone takes {fits.overhead} tokens and one panel's answer {fits.reserve(1, 1)}; load the "
+            "model with a larger context"
+        )
     limit = float(min(request.scene_chars or len(chapter), len(chapter)))
     while True:
         scenes = split_scenes(chapter, limit, room=room, size=fits.paragraph_tokens if room else None)
@@ -203,7 +209,7 @@ def plan_scenes(llm: LLM, chapter: str, request: ScreenplayRequest) -> list[Scen
                 f"chapter: cannot be split into scenes that fit: even one paragraph a scene leaves too "
                 f"little room for {request.panels} panels and {request.dialogue} lines in a context of "
                 f"{llm.n_ctx} tokens; ask for fewer panels or lines, or load the model with a larger "
-                "context (n_ctx)"
+                "context"
             )
         limit *= SHRINK
     scenes = [replace(s, panels=n, dialogue=d) for s, (n, d) in zip(scenes, counts, strict=True)]
@@ -222,13 +228,13 @@ class _Fit:
     def __init__(self, llm: LLM, request: ScreenplayRequest, chapter: str) -> None:
         self.llm, self.n_ctx = llm, llm.n_ctx
         self._base = 0
-        self._overhead = 0
+        self.overhead = 0
         if self.n_ctx:
             sample = chapter[: request.max_characters * 100 + MAX_SUMMARY_CHARS + MAX_OVERLAP_CHARS]
             prompts = Prompts.build(replace(request, panels=1, dialogue=1), "x")
             messages = prompts.messages(script_task(prompts, [], 1, 1) + sample)
             self._base = llm.count_tokens([{"role": "user", "content": ""}])
-            self._overhead = llm.count_tokens(messages)
+            self.overhead = llm.count_tokens(messages)
 
     @staticmethod
     def reserve(panels: int, dialogue: int) -> int:
@@ -241,12 +247,12 @@ class _Fit:
         return float(self.tokens(paragraph.text))
 
     def whole(self, chapter: str, panels: int, dialogue: int) -> bool:
-        need = self._overhead + self.tokens(chapter) + self.reserve(panels, dialogue)
+        need = self.overhead + self.tokens(chapter) + self.reserve(panels, dialogue)
         return not self.n_ctx or need <= self.n_ctx
 
     def paragraph_room(self) -> float | None:
         """Tokens one paragraph may have: the context less the prompt and one panel's room."""
-        return float(self.n_ctx - self._overhead - self.reserve(1, 1)) if self.n_ctx else None
+        return float(self.n_ctx - self.overhead - self.reserve(1, 1)) if self.n_ctx else None
 
     def scene(self, scene: Scene, panels: int, dialogue: int) -> bool:
         return self.whole(scene.text, panels, dialogue)

@@ -207,7 +207,7 @@ def split_scenes(
                 raise InputError(
                     f"chapter: paragraph {p.index + 1} ({p.preview()!r}) is {size(p):.0f} tokens, and one "
                     f"scene has room for {room:.0f}; a paragraph is never cut: break it into shorter "
-                    "paragraphs (blank lines), or load the model with a larger context (n_ctx)"
+                    "paragraphs (blank lines), or load the model with a larger context"
                 )
     groups: list[list[Paragraph]] = [[]]
     for p in paras:  # hard breaks: separators and runs of blank lines end a scene

@@ -85,7 +85,7 @@ def test_a_paragraph_that_alone_does_not_fit_is_named_with_its_token_count():
     message = str(err.value)
     assert "paragraph 2 ('A very long paragraph." in message
     assert "is 1150 tokens" in message and "room for 500" in message
-    assert "n_ctx" in message and "blank lines" in message
+    assert "larger context" in message and "blank lines" in message
 
 
 def test_a_chapter_of_only_separators_has_nothing_to_split():

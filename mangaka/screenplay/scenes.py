@@ -73,13 +73,16 @@ _BLANK = re.compile(r"\n(?:[ \t\r\f\v\u3000]*\n)+")
 
 
 def is_cjk(ch: str) -> bool:
+    """A Chinese, Japanese or Korean character, CJK punctuation or a full-width form."""
     o = ord(ch)
     return (
-        0x3040 <= o <= 0x30FF  # kana
+        0x3000 <= o <= 0x303F  # CJK punctuation
+        or 0x3040 <= o <= 0x30FF  # kana
         or 0x3400 <= o <= 0x4DBF
         or 0x4E00 <= o <= 0x9FFF
         or 0xF900 <= o <= 0xFAFF
         or 0xAC00 <= o <= 0xD7AF  # hangul
+        or 0xFF00 <= o <= 0xFFEF  # full-width forms
         or 0x20000 <= o <= 0x3FFFF
     )
 

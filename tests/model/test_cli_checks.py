@@ -32,7 +32,7 @@ def assert_refused_before_loading(run: subprocess.CompletedProcess, message: str
 
 
 CASES = {
-    "panels 0": (["--panels", "0"], "--panels must be from 1 to 24, got 0"),
+    "panels 0": (["--panels", "0"], "--panels must be from 1 to 240, got 0"),
     "sampling bogus": (["--sampling", "bogus"], "choose one of: qwen3.5-instruct"),
     "ctx 0": (["--ctx", "0"], "--ctx must be from 512 to 262144"),
     "lora scale nan": (["--lora-scale", "nan"], "--lora-scale must be a number from -4 to 4"),

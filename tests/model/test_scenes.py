@@ -4,7 +4,9 @@ random-weight) model into one valid screenplay of more than 24 panels."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 
 from mangaka.devtools.tiny_models import write_model
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
+from mangaka.page.layout import LayoutOptions, layout_pages
 from mangaka.screenplay import ScreenplayRequest, validate_screenplay, write_screenplay
 from mangaka.screenplay.models import MAX_SCENE_PANELS
 from mangaka.screenplay.scenes import paragraphs
@@ -151,3 +154,37 @@ def test_a_paragraph_longer_than_the_context_is_named_and_nothing_is_written(llm
     assert "paragraph 2 ('Mara walked and walked" in run.stderr and "tokens" in run.stderr
     assert "Traceback" not in run.stderr
     assert not out.exists()
+
+
+def test_the_readme_book_to_pages_example_gives_a_long_chapter_even_pages(tmp_path):
+    """The README's two commands, as written there (default options), with the tiny model for
+    Qwen3.5 and a two-chapter book whose first chapter is about 30,000 characters long."""
+    write_model(tmp_path / "Qwen3.5-35B-A3B-Q4_K_M.gguf", "qwen35moe", context_length=32768)
+    book = tmp_path / "novel.txt"
+    long_one = long_chapter(EN, 100, seed=3)
+    home = 'Mara came home at night. "Sleep," said Ilse.'
+    book.write_text(
+        f"Chapter 1: The Salt Road\n\n{long_one}\n\nChapter 2: Home\n\n{home}\n", encoding="utf-8"
+    )
+    commands = [
+        "python -m mangaka book novel.txt --model Qwen3.5-35B-A3B-Q4_K_M.gguf --panels auto --dialogue auto "
+        "--out novel/",
+        'python -m mangaka page "novel/01 Chapter 1 The Salt Road.json" -o "novel/01 pages/"',
+    ]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for command in commands:
+        assert command in readme, command
+        args = shlex.split(command)
+        run = subprocess.run(
+            [sys.executable, *args[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=1200,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads((tmp_path / "novel" / "01 Chapter 1 The Salt Road.json").read_text(encoding="utf-8"))
+    assert validate_screenplay(data) == []
+    assert len(data["panels"]) > MAX_SCENE_PANELS and len({p["scene"] for p in data["panels"]}) > 1
+    pages = sorted((tmp_path / "novel" / "01 pages").glob("*.png"))
+    per_page = LayoutOptions().panels_per_page
+    assert len(pages) == -(-len(data["panels"]) // per_page)
+    sizes = [len(page.frames) for page in layout_pages(data["panels"], LayoutOptions())]
+    assert min(sizes) >= per_page // 2, sizes

@@ -118,6 +118,14 @@ def test_auto_counts_follow_length_and_dialogue_density():
     assert auto_dialogue(talk * 5, "en", 10) == 20  # at most two a panel
 
 
+def test_the_readme_example_of_auto_counts():
+    quote = "“我们走吧。”"  # 7 characters, quote marks included
+    chapter = (quote * 40) + "雨" * (10_000 - 7 * 40)
+    assert len(chapter) == 10_000
+    panels = auto_panels(chapter)
+    assert (panels, auto_dialogue(chapter, "zh", panels)) == (50, 40)
+
+
 def test_counts_over_scenes():
     scenes = [Scene(1, 0, 0, "字" * 1000), Scene(2, 1, 1, "字" * 3000)]
     assert scene_counts(scenes, 8, 4, "zh") == [(2, 1), (6, 3)]

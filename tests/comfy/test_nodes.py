@@ -295,3 +295,47 @@ def test_screenwriter_writes_with_a_bible_and_outputs_it_with_the_chapters_cast(
             assert c["appearance"] == LIN["appearance"]
         else:
             assert entries[c["id"]]["first_chapter"] == 3  # new in this chapter
+
+
+def series_cast(chapters: int) -> dict:
+    book = "\n\n".join(f"Chapter {n}\n\nLin met Tan at the ferry on day {n}." for n in range(1, chapters + 1))
+    return {
+        "1": workflow()["1"],
+        "2": {"class_type": "MangakaSplitChapters", "inputs": {"book": book, "max_chars": 20000}},
+        "3": {
+            "class_type": "MangakaSeriesCast",
+            "inputs": {
+                "llm": ["1", 0],
+                "chapters": ["2", 0],
+                "numbers": ["2", 3],
+                "language": "en",
+                "max_characters": 8,
+                "sampling": "greedy",
+                "seed": 0,
+                "bible": bible_text(LIN),
+            },
+        },
+        "4": {"class_type": "PreviewAny", "inputs": {"source": ["3", 0]}},
+    }
+
+
+def test_series_cast_reads_every_chapter_into_one_bible_with_a_progress_bar(server):
+    result = server.run_prompt(series_cast(3), timeout=300)
+    assert result.status == "success", result.describe()
+    [text] = result.outputs["4"]["text"]  # one bible for the three chapters, not a list
+    bible = json.loads(text)
+    assert bible["characters"][0] == {**bible["characters"][0], **LIN}
+    assert {c["first_chapter"] for c in bible["characters"][1:]} <= {1, 2, 3}
+    bar = [p for p in result.progress if p.get("node") == "3"]
+    assert bar and bar[-1]["value"] == bar[-1]["max"]
+
+
+def test_series_cast_stops_within_a_second_on_interrupt(server):
+    run = server.start_prompt(series_cast(40))
+    run.wait_for(lambda m: m.get("type") == "progress" and m["data"].get("node") == "3", timeout=120)
+    asked = time.monotonic()
+    assert server.interrupt() == 200
+    run.wait_for(lambda m: m.get("type") == "execution_interrupted", timeout=10)
+    stopped_after = time.monotonic() - asked
+    assert run.wait(60).status == "interrupted"
+    assert stopped_after < 1.0, f"stopped {stopped_after:.2f} s after /interrupt"

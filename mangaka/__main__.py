@@ -221,6 +221,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
             chapters=args.chapters,
             chapter_input=args.chapter_input,
             max_chars=args.max_chars,
+            bible=args.bible,
         )
     )
     sys.stdout.write(result.summary() + "\n")
@@ -332,6 +333,11 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("book-out"), help="folder for pages and the state file")
     p.add_argument("--chapter-input", help="NODE_ID.INPUT that takes the chapter text (default: found)")
     p.add_argument("--max-chars", type=int, default=20000, help="chunk size for a book without headings")
+    p.add_argument(
+        "--bible", type=Path,
+        help="the series bible, one cast for the whole book: put into each chapter's Screenwriter and "
+        "kept up to date from the chapters' saved bibles or screenplays (default: OUT/bible.json)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_queue)
 
     _add_eval_command(sub)

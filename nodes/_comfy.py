@@ -10,12 +10,14 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import comfy.model_management
 import comfy.utils
 import folder_paths
 
-from ..mangaka.errors import Cancelled
+from ..mangaka.errors import Cancelled, InputError
+from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import CancelFn, ProgressFn
 
 log = logging.getLogger("mangaka")
@@ -23,6 +25,7 @@ log = logging.getLogger("mangaka")
 LLM_FOLDER = "LLM"
 LORA_FOLDER = "llm_loras"
 NONE = "none"
+BIBLE_FOLDER = "mangaka_bibles"  # under ComfyUI's input folder
 
 
 def register_model_folders() -> None:
@@ -41,6 +44,24 @@ def model_files() -> list[str]:
 
 def lora_files() -> list[str]:
     return [NONE, *folder_paths.get_filename_list(LORA_FOLDER)]
+
+
+def bible_files() -> list[str]:
+    """``.json`` files in ``input/mangaka_bibles`` (where a studio keeps its bibles), after ``none``."""
+    folder = Path(folder_paths.get_input_directory()) / BIBLE_FOLDER
+    found = (
+        sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.json")) if folder.is_dir() else []
+    )
+    return [NONE, *found]
+
+
+def bible_path(name: str) -> Path:
+    """The file ``name`` of ``input/mangaka_bibles``; ``InputError`` for a name outside it."""
+    folder = (Path(folder_paths.get_input_directory()) / BIBLE_FOLDER).resolve()
+    path = (folder / name).resolve()
+    if folder not in path.parents:
+        raise InputError(f"bible file {name!r} points outside {folder}")
+    return path
 
 
 def missing_file_message(folder: str, name: str) -> str | None:
@@ -103,3 +124,21 @@ def unique_output_path(prefix: str, suffix: str) -> Path:
         default=0,
     )
     return target.parent / f"{stem}_{counter:05d}{suffix}"
+
+
+def save_output(text: str, prefix: str, suffix: str) -> tuple[Path, dict[str, Any]]:
+    """Write ``text`` atomically to a new ``<prefix>_NNNNN<suffix>`` in the output folder (never
+    over a file); the path, and the file as a history item (``filename``, ``subfolder``, ``type``)
+    that ``python -m mangaka queue`` downloads."""
+    for _ in range(100):
+        path = unique_output_path(prefix, suffix)
+        try:
+            write_atomic(path, text, overwrite=False)
+            break
+        except FileExistsError:
+            continue  # another run took that number between our look and our write
+    else:
+        raise RuntimeError(f"could not find a free file name for {prefix}")
+    out = Path(folder_paths.get_output_directory()).resolve()
+    item = {"filename": path.name, "subfolder": path.parent.relative_to(out).as_posix(), "type": "output"}
+    return path, item

@@ -51,6 +51,11 @@ class SplitChapters(io.ComfyNode):
                 io.String.Output(display_name="chapter_text", is_output_list=True),
                 io.String.Output(display_name="titles", is_output_list=True),
                 io.Int.Output(display_name="count"),
+                io.Int.Output(
+                    display_name="numbers",
+                    is_output_list=True,
+                    tooltip="Each chapter's number in the book, for Series Cast and the Screenwriter",
+                ),
             ],
         )
 
@@ -85,7 +90,9 @@ class SplitChapters(io.ComfyNode):
             len(found),
             ", ".join(c.title for c in picked[:8]) + (" …" if len(picked) > 8 else ""),
         )
-        return io.NodeOutput([c.text for c in picked], [c.title for c in picked], len(picked))
+        return io.NodeOutput(
+            [c.text for c in picked], [c.title for c in picked], len(picked), [c.number for c in picked]
+        )
 
 
 NODES = [SplitChapters]

@@ -24,28 +24,10 @@ from ..mangaka.page.storyboard import DEFAULT_HEIGHT, DEFAULT_WIDTH, MAX_SIDE, M
 from ..mangaka.screenplay.models import Screenplay
 from ..mangaka.screenplay.validate import load_screenplay
 from . import _comfy
+from ._comfy import BIBLE_FOLDER, bible_files, bible_path
 from .screenplay import SCREENPLAY
 
 log = logging.getLogger("mangaka")
-
-BIBLE_FOLDER = "mangaka_bibles"  # under ComfyUI's input folder
-
-
-def bible_files() -> list[str]:
-    """``.json`` files in ``input/mangaka_bibles`` (where a studio keeps its character bibles)."""
-    folder = Path(folder_paths.get_input_directory()) / BIBLE_FOLDER
-    found = (
-        sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.json")) if folder.is_dir() else []
-    )
-    return [_comfy.NONE, *found]
-
-
-def bible_path(name: str) -> Path:
-    folder = (Path(folder_paths.get_input_directory()) / BIBLE_FOLDER).resolve()
-    path = (folder / name).resolve()
-    if folder not in path.parents:
-        raise InputError(f"bible file {name!r} points outside {folder}")
-    return path
 
 
 @lru_cache(maxsize=1)

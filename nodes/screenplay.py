@@ -5,22 +5,23 @@ from __future__ import annotations
 import json
 import logging
 
-from comfy_api.latest import io, ui
+from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
 from ..mangaka.evaluate import dialogue_kept
-from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import PRESETS
 from ..mangaka.llm.inprocess import release_if_asked
-from ..mangaka.screenplay import write_screenplay
+from ..mangaka.screenplay import SeriesBible, write_screenplay
 from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING, MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
 from . import _comfy
+from .bible import bible_inputs, read_series_bible, series_bible_problem
 from .llm import LLM_SOCKET
 
 log = logging.getLogger("mangaka")
 
 SCREENPLAY = io.Custom("MANGAKA_SCREENPLAY")
+MAX_CHAPTER = 9999
 
 
 class Screenwriter(io.ComfyNode):
@@ -70,6 +71,16 @@ class Screenwriter(io.ComfyNode):
                     tooltip="Let the model plan the adaptation first, thinking for up to this many tokens "
                     "(Qwen3.5: 2000-8000); the plan guides the screenplay. 0 = no plan",
                 ),
+                *bible_inputs(),
+                io.Int.Input(
+                    "chapter_number",
+                    default=1,
+                    optional=True,
+                    min=1,
+                    max=MAX_CHAPTER,
+                    tooltip="This chapter's number in the book (Split Chapters' numbers): the bible "
+                    "output records new characters as first seen here",
+                ),
             ],
             outputs=[
                 SCREENPLAY.Output(display_name="screenplay"),
@@ -78,6 +89,11 @@ class Screenwriter(io.ComfyNode):
                 io.String.Output(
                     display_name="report",
                     tooltip="Counts, tries, tokens, and every repair made without asking the model again",
+                ),
+                io.String.Output(
+                    display_name="bible",
+                    tooltip="The series bible with this chapter's new characters added (without a bible "
+                    "in: the bible of this screenplay's cast); for the next chapter or Save Series Bible",
                 ),
             ],
         )
@@ -94,6 +110,8 @@ class Screenwriter(io.ComfyNode):
         seed: int | None = None,
         max_attempts: int | None = None,
         think_tokens: int | None = None,
+        bible: str | None = None,
+        bible_file: str | None = None,
         **_kw,
     ) -> bool | str:
         # Widget values arrive here; a linked input is None until it runs.
@@ -105,6 +123,8 @@ class Screenwriter(io.ComfyNode):
                 _request(*values, think_tokens or 0)
         except InputError as exc:
             return f"Screenwriter: {exc}"
+        if problem := series_bible_problem(bible, bible_file):
+            return f"Screenwriter: {problem}"
         return True
 
     @classmethod
@@ -120,14 +140,23 @@ class Screenwriter(io.ComfyNode):
         seed: int,
         max_attempts: int,
         think_tokens: int = 0,
+        bible: str | None = None,
+        bible_file: str | None = None,
+        chapter_number: int = 1,
     ) -> io.NodeOutput:
         request = _request(
             language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens
         )
+        series = read_series_bible(bible, bible_file)
         try:
             with _comfy.comfy_interrupts():
                 result = write_screenplay(
-                    llm, chapter, request, on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()
+                    llm,
+                    chapter,
+                    request,
+                    bible=series,
+                    on_progress=_comfy.progress(),
+                    cancel=_comfy.cancel_requested(),
                 )
         finally:
             release_if_asked(llm, "Screenwriter")
@@ -138,7 +167,8 @@ class Screenwriter(io.ComfyNode):
         if warning := kept.advice("dialogue_lines"):
             log.warning("Screenwriter: %s", warning)
             report += f"\nwarning: {warning}"
-        return io.NodeOutput(data, text, result.thinking, report)
+        learned = (series or SeriesBible()).updated_with(result.screenplay, chapter_number)
+        return io.NodeOutput(data, text, result.thinking, report, learned.to_json())
 
 
 def _request(
@@ -195,16 +225,8 @@ class SaveScreenplay(io.ComfyNode):
     @classmethod
     def execute(cls, screenplay: dict, filename_prefix: str) -> io.NodeOutput:
         text = json.dumps(screenplay, ensure_ascii=False, indent=2) + "\n"
-        for _ in range(100):
-            path = _comfy.unique_output_path(filename_prefix, ".json")
-            try:
-                write_atomic(path, text, overwrite=False)
-                break
-            except FileExistsError:
-                continue  # another run took that number between our look and our write
-        else:
-            raise RuntimeError(f"could not find a free file name for {filename_prefix}")
-        return io.NodeOutput(str(path), ui=ui.PreviewText(f"saved {path.name}"))
+        path, item = _comfy.save_output(text, filename_prefix, ".json")
+        return io.NodeOutput(str(path), ui={"text": [f"saved {path.name}"], "files": [item]})
 
 
 NODES = [Screenwriter, SaveScreenplay]

@@ -42,7 +42,8 @@ class ComfyClient:
     async def close(self) -> None:
         await self.session.close()
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+    async def _request(self, method: str, path: str, *, raw: bool = False, **kwargs: Any) -> Any:
+        """The response: parsed when it is JSON, unless ``raw`` (a file's bytes, whatever its type)."""
         aiohttp = self._aiohttp
         try:
             async with self.session.request(method, self.url + path, **kwargs) as response:
@@ -54,7 +55,7 @@ class ComfyClient:
                     except ValueError:
                         detail = text[:500]
                     raise ServerError(f"{self.url}{path}: HTTP {response.status}: {_describe(detail)}")
-                if response.content_type == "application/json":
+                if response.content_type == "application/json" and not raw:
                     return json.loads(body)
                 return body
         except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as exc:
@@ -79,7 +80,7 @@ class ComfyClient:
 
     async def view(self, filename: str, subfolder: str, kind: str) -> bytes:
         params = {"filename": filename, "subfolder": subfolder, "type": kind}
-        return await self._request("GET", "/view", params=params)
+        return await self._request("GET", "/view", params=params, raw=True)  # a .json file stays bytes
 
     async def events(self, client_id: str) -> AsyncIterator[dict[str, Any]]:
         """The server's JSON messages for ``client_id`` (binary previews skipped) until the

@@ -5,6 +5,10 @@ Each server runs one chapter at a time. A chapter's ``prompt_id`` is chosen and 
 state file before it is posted, so a rerun after a crash finds the run on its server (finished:
 collected; still running: followed) instead of posting it twice. A server that stops answering
 gives its chapter back to the others; a chapter whose run fails is reported and the rest go on.
+
+The book's series bible (``OUT/bible.json`` or ``--bible``) goes into every chapter's
+Screenwriter and learns each collected chapter's characters: see ``queue_bible.py``, which also
+says what order of chapters each chapter's bible reflects with one server and with several.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from ..chapters import Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
 from ..fileio import write_atomic
 from .client import ComfyClient, ServerError, ServerUnreachable
+from .queue_bible import BIBLE_FILE, QueueBible, open_bible
 from .state import ChapterState, QueueState
 from .workflow import ChapterInput, check_workflow, find_chapter_input, load_workflow, with_chapter
 
@@ -139,8 +144,10 @@ class _Run:
         view: ProgressView,
         poll: float,
         dead_after: float,
+        bible: QueueBible,
     ) -> None:
         self.prompt = prompt
+        self.bible = bible
         self.where = where
         self.chapters = chapters
         self.state = state
@@ -184,7 +191,7 @@ class _Run:
         chapter.status, chapter.server, chapter.error = "submitted", client.url, None
         chapter.submissions += 1
         self.state.save()  # the id is on disk before the server has it: a rerun can look it up
-        prompt = with_chapter(self.prompt, self.where, self.chapters[number].text)
+        prompt = with_chapter(self.bible.into(self.prompt, number), self.where, self.chapters[number].text)
         log.info("chapter %d (%s) → %s", number, chapter.title, client.url)
         try:
             await client.post_prompt(prompt, chapter.prompt_id, chapter.client_id)
@@ -264,7 +271,9 @@ class _Run:
         chapter = self.state.chapters[number]
         folder = self.out / chapter.folder
         files = []
-        for outputs in entry.get("outputs", {}).values():
+        saved: list[tuple[str, Path]] = []  # (the saving node's class, the file here)
+        for node_id, outputs in entry.get("outputs", {}).items():
+            kind = str(self.prompt.get(node_id, {}).get("class_type", ""))
             for items in outputs.values():
                 if not isinstance(items, list):
                     continue
@@ -276,9 +285,11 @@ class _Run:
                         name = Path(item["filename"]).name
                         write_atomic(folder / name, data)
                         files.append(name)
+                        saved.append((kind, folder / name))
         record = {"prompt_id": chapter.prompt_id, "server": client.url, "outputs": entry.get("outputs", {})}
         write_atomic(folder / "outputs.json", json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         chapter.files = files
+        self.bible.learn(number, saved)
 
     def _fail(self, number: int, message: str) -> None:
         chapter = self.state.chapters[number]
@@ -359,8 +370,11 @@ async def run_queue(
     poll: float = 0.5,
     dead_after: float = 10.0,
     stream: TextIO | None = None,
+    bible: Path | None = None,
 ) -> QueueResult:
-    """Run every selected chapter of ``book`` through ``workflow``; see the module docstring."""
+    """Run every selected chapter of ``book`` through ``workflow``; see the module docstring.
+    ``bible``: the book's series bible file (default ``out/bible.json``; made when missing, checked
+    before anything is posted)."""
     if not servers:
         raise InputError("name at least one ComfyUI server with --server URL")
     text = read_book(book)
@@ -370,8 +384,11 @@ async def run_queue(
     selected = parse_range(chapters, len(found)) if chapters else [c.number for c in found]
     prompt = load_workflow(workflow)
     where = find_chapter_input(prompt, chapter_input)
+    bible_path = bible if bible is not None else out / BIBLE_FILE
+    open_bible(bible_path)  # a bible that cannot be used stops the book before any server is asked
     clients = {}
     unreachable = {}
+    first_info: dict[str, Any] = {}  # the first answering server's /object_info
     for url in dict.fromkeys(servers):
         client = ComfyClient(url)
         try:
@@ -388,6 +405,7 @@ async def run_queue(
             listed = "\n".join(f"- {p}" for p in problems)
             raise InputError(f"{workflow} cannot run on {client.url}; nothing was submitted:\n{listed}")
         clients[client.url] = client
+        first_info = first_info or info
     if not clients:
         raise MangakaError(
             "no ComfyUI server answered:\n" + "\n".join(f"- {why}" for why in unreachable.values())
@@ -400,7 +418,8 @@ async def run_queue(
         workflow_key = json.dumps({"prompt": prompt, "input": str(where)}, sort_keys=True).encode()
         state = QueueState.open(out, _sha256(text.encode()), _sha256(workflow_key), states)
         view = ProgressView(len(selected), stream)
-        run = _Run(prompt, where, {c.number: c for c in found}, state, out, view, poll, dead_after)
+        series = QueueBible(bible_path, prompt, first_info)
+        run = _Run(prompt, where, {c.number: c for c in found}, state, out, view, poll, dead_after, series)
         follow = await _resume(run, clients, selected)
         workers = [run.worker(client, follow[url]) for url, client in clients.items()]
         await asyncio.gather(*workers)

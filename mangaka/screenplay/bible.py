@@ -209,6 +209,24 @@ class SeriesBible(_Strict):
                 entries[known.id] = _learn(known, c, chapter, language)
         return SeriesBible(characters=list(entries.values()))
 
+    def merged(self, other: SeriesBible) -> SeriesBible:
+        """A new bible: this one with ``other``'s people added. An entry of ``other`` that this bible
+        knows (by name or alias, else by id) is the known one, which may gain its names as aliases,
+        a blank look or an earlier ``first_chapter`` (not when edited); the others come whole, their
+        trigger, notes and ``edited`` flag included. For bibles of several chapters written from
+        one starting bible (a book in one ComfyUI run)."""
+        entries = {c.id: c for c in self.characters}
+        for c in other.characters:
+            known = next(
+                (k for name in c.names if (k := _find(list(entries.values()), name, "", "en"))), None
+            ) or entries.get(c.id)
+            if known is None:
+                entries[c.id] = c
+            elif not known.edited and known != c:
+                taken = {fold(n) for e in entries.values() if e.id != known.id for n in e.names}
+                entries[known.id] = _absorb(known, c, taken)
+        return SeriesBible(characters=list(entries.values()))
+
     def to_json(self) -> str:
         """The bible as its file holds it (2-space indent, trailing newline)."""
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
@@ -234,6 +252,24 @@ def _learn(known: BibleCharacter, seen: Character, chapter: int, language: str) 
         changes["appearance"] = seen.appearance
     if known.first_chapter is None:
         changes["first_chapter"] = chapter
+    return known.model_copy(update=changes) if changes else known
+
+
+def _absorb(known: BibleCharacter, other: BibleCharacter, taken: set[str]) -> BibleCharacter:
+    """``known`` with what another bible's entry for the same person adds (see ``merged``); a name
+    in ``taken`` (folded: it names someone else) is not added."""
+    changes: dict[str, Any] = {}
+    names = [n for n in other.names if fold(n) not in taken and name_match(n, known.names, "en") != 2]
+    if not known.name and names:
+        changes["name"] = names.pop(0)
+    room = MAX_ALIASES - len(known.aliases)
+    if names and room > 0:
+        changes["aliases"] = [*known.aliases, *names[:room]]
+    if not known.appearance.strip() and other.appearance.strip():
+        changes["appearance"] = other.appearance
+    first = other.first_chapter
+    if first is not None and (known.first_chapter is None or first < known.first_chapter):
+        changes["first_chapter"] = first
     return known.model_copy(update=changes) if changes else known
 
 

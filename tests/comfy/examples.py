@@ -233,8 +233,11 @@ BOOK_NOTE = """## A whole book in one queued run
 
 Paste the book into **Split Chapters** (Chinese, Japanese and English chapter headings such as
 Chapter 1 or Prologue, or Markdown headings; a book without headings is cut at paragraphs).
-Its outputs are lists, so the Screenwriter, the Storyboard and Compose Page run once per
-chapter, and every chapter's pages are saved. For a book that must survive restarts, or several servers, use
+**Series Cast** first reads every chapter's cast in order into one series bible, so each person
+keeps one id and one look in every chapter; the Screenwriter, the Storyboard and Compose Page then
+run once per chapter, every chapter's pages are saved, and **Save Series Bible** saves the whole
+cast (edit it, put it in `input/mangaka_bibles/` and pick it as `bible_file` for the next book).
+For a book that must survive restarts, or several servers, use
 `python -m mangaka queue BOOK.txt --workflow example_workflows/api/storyboard.json --server URL`.
 """
 
@@ -243,7 +246,7 @@ def book_batch() -> dict[str, Any]:
     return {
         "nodes": [
             _note(30, 0, MODELS_NOTE),
-            _note(31, 0, BOOK_NOTE),
+            _note(31, 0, BOOK_NOTE, size=[400, 300]),
             _llm(1, 0),
             {
                 "id": 2,
@@ -252,9 +255,30 @@ def book_batch() -> dict[str, Any]:
                 "size": [400, 360],
                 "widgets": {"book": BOOK, "max_chars": 20000, "chapters": ""},
             },
+            {
+                "id": 7,
+                "type": "MangakaSeriesCast",
+                "col": 1,
+                "widgets": {
+                    "chapters": "",
+                    "language": "en",
+                    "max_characters": 6,
+                    "sampling": "qwen3.5-instruct",
+                    "seed": 0,
+                    "control_after_generate": "fixed",
+                    "bible": "",
+                    "bible_file": "none",
+                },
+            },
             _writer(3, 2, chapter=""),
             {"id": 4, "type": "MangakaStoryboard", "col": 3, "widgets": {"width": 768, "height": 768}},
             _compose(5, 3),
+            {
+                "id": 8,
+                "type": "MangakaSaveSeriesBible",
+                "col": 3,
+                "widgets": {"filename_prefix": "mangaka/bible"},
+            },
             {
                 "id": 6,
                 "type": "SaveImage",
@@ -264,12 +288,18 @@ def book_batch() -> dict[str, Any]:
             },
         ],
         "links": [
+            (1, "llm", 7, "llm"),
+            (2, "chapter_text", 7, "chapters"),
+            (2, "numbers", 7, "numbers"),
             (1, "llm", 3, "llm"),
             (2, "chapter_text", 3, "chapter"),
+            (2, "numbers", 3, "chapter_number"),
+            (7, "bible", 3, "bible"),
             (3, "screenplay", 4, "screenplay"),
             (3, "screenplay", 5, "screenplay"),
             (4, "cards", 5, "images"),
             (5, "pages", 6, "images"),
+            (3, "bible", 8, "bible"),
         ],
     }
 

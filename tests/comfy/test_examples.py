@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from mangaka.names import fold
+from mangaka.screenplay import SeriesBible, load_series_bible
 from tests.comfy.browser import VIRTUAL_TYPES, BrowserUnavailable, ComfyPage, chromium_path
 from tests.comfy.examples import EXAMPLES, SPECS, twin_path
 from tests.comfy.harness import write_tiny_checkpoint
@@ -95,6 +97,8 @@ def _tiny(prompt: dict, panels: int = 2) -> dict:
             node["inputs"].update(model=MODEL, threads=1, gpu_layers=0)
         if node["class_type"] == "MangakaScreenwriter":
             node["inputs"].update(panels=panels, dialogue_lines=2, max_characters=3, sampling="greedy")
+        if node["class_type"] == "MangakaSeriesCast":
+            node["inputs"].update(max_characters=3, sampling="greedy")
     return prompt
 
 
@@ -116,6 +120,73 @@ def test_book_batch_example_gives_every_chapter_its_pages_in_one_run(server):  #
     assert "Chapter 3" in prompt[split]["inputs"]["book"]
     saved = next(k for k, v in prompt.items() if v["class_type"] == "SaveImage")
     assert len(result.outputs[saved]["images"]) == 3  # three chapters of two panels: a page each
+
+
+def _book_with_bible(bible: str = "") -> dict:
+    """``book_batch`` on the tiny model, a starting bible typed into Series Cast, and a preview of
+    every chapter's screenplay JSON (node 920)."""
+    prompt = _tiny(twin("book_batch"))
+    prompt[_of(prompt, "MangakaSeriesCast")]["inputs"]["bible"] = bible
+    prompt["920"] = {
+        "class_type": "PreviewAny",
+        "inputs": {"source": [_of(prompt, "MangakaScreenwriter"), 1]},
+    }
+    return prompt
+
+
+def _run_book(server, prompt: dict) -> tuple[SeriesBible, list[dict]]:  # noqa: F811
+    """The saved series bible and each chapter's screenplay of one book_batch run."""
+    result = server.run_prompt(prompt, timeout=600)
+    assert result.status == "success", result.describe()
+    [saved] = result.outputs[_of(prompt, "MangakaSaveSeriesBible")]["files"]
+    assert saved["type"] == "output" and saved["filename"].startswith("bible_")
+    bible = load_series_bible(server.base_dir / "output" / saved["subfolder"] / saved["filename"])
+    screenplays = [json.loads(text) for text in result.outputs["920"]["text"]]
+    assert len(screenplays) == 3
+    return bible, screenplays
+
+
+def _check_one_cast(bible: SeriesBible, screenplays: list[dict]) -> None:
+    """Every chapter's characters are entries of the one saved bible, by name: one id per person."""
+    ids_of_name: dict[str, set[str]] = {}
+    for number, screenplay in enumerate(screenplays, 1):
+        for c in screenplay["characters"]:
+            entry = bible.character(c["id"])
+            assert entry is not None, f"chapter {number}: {c['id']} is not in the saved bible"
+            assert c["name"] in entry.names, (number, c, entry)
+            assert entry.first_chapter is not None
+            ids_of_name.setdefault(fold(c["name"]), set()).add(c["id"])
+    assert all(len(ids) == 1 for ids in ids_of_name.values()), ids_of_name
+
+
+def test_book_batch_keeps_one_cast_across_its_chapters_and_a_hand_edit(server):  # noqa: F811
+    """Series Cast reads the three chapters' casts into one bible; each chapter's Screenwriter
+    writes with it, and Save Series Bible saves one bible holding every chapter's people. Then a
+    person edits an entry of the saved bible (``edited``, a new look) and starts the book from it:
+    the entry stays as they wrote it, and every chapter that shows them shows their look.
+
+    The random model's cast changes with the bible it is shown, so the edit goes on the person
+    the previous run's first chapter showed, until a run shows the edited person (a few runs)."""
+    bible, screenplays = _run_book(server, _book_with_bible())
+    _check_one_cast(bible, screenplays)
+    look = "hand-edited look: silver hair, green cloak"
+    shown: list[dict] = []
+    for _ in range(6):
+        data = json.loads(bible.to_json())
+        target = screenplays[0]["characters"][0]["id"]
+        for entry in data["characters"]:
+            if entry["id"] == target:
+                entry.update(edited=True, appearance=look)
+        edited = {c["id"]: c for c in data["characters"] if c["edited"]}
+        bible, screenplays = _run_book(server, _book_with_bible(json.dumps(data)))
+        _check_one_cast(bible, screenplays)
+        for entry_id, entry in edited.items():
+            assert bible.character(entry_id).model_dump(mode="json") == entry  # as the person left it
+        shown = [c for sp in screenplays for c in sp["characters"] if c["id"] in edited]
+        assert all(c["appearance"] == look for c in shown), shown
+        if shown:
+            break
+    assert shown, "no run showed an edited person"
 
 
 def test_manga_page_without_its_checkpoint_is_refused_naming_it(server):  # noqa: F811

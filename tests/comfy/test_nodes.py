@@ -225,3 +225,117 @@ def test_structured_output_with_a_user_schema(server):
     bad["2"] = {**prompt["2"], "inputs": {**prompt["2"]["inputs"], "schema": '{"not": {}}'}}
     status, body = server.post_prompt(bad)
     assert status == 400 and "'not'" in json.dumps(body["node_errors"]["2"])
+
+
+LIN = {
+    "id": "lin",
+    "name": "Lin",
+    "appearance": "hand-drawn look: short black hair, red coat",
+    "edited": True,
+}
+
+
+def bible_text(*characters: dict) -> str:
+    return json.dumps({"version": 1, "characters": list(characters)})
+
+
+@pytest.mark.parametrize(
+    ("bible", "expected"),
+    [
+        ('{"version": 1, "characters": [', "bible: not valid JSON"),
+        (
+            bible_text({"id": "lin", "name": "Lin"}, {"id": "lin", "name": "Tan"}),
+            "'lin' is already characters[0]'s id ('Lin'), here reused for 'Tan'",
+        ),
+        (
+            bible_text({"id": "lin", "name": "Lin"}, {"id": "tan", "name": "Tan", "aliases": ["lin"]}),
+            "the name 'lin' also names characters[0]",
+        ),
+    ],
+)
+def test_an_invalid_bible_on_the_screenwriter_is_a_readable_400_naming_the_input(server, bible, expected):
+    prompt = workflow()
+    prompt["2"]["inputs"]["bible"] = bible
+    status, body = server.post_prompt(prompt)
+    assert status == 400, body
+    errors = body["node_errors"]["2"]["errors"]
+    assert errors[0]["type"] == "custom_validation_failed"
+    details = errors[0]["details"]
+    assert "Screenwriter: bible" in details and expected in details, details
+    assert "1" not in body["node_errors"]  # refused at validation: no node ran, no model was loaded
+
+
+def test_a_bible_file_not_in_the_bibles_folder_is_a_readable_400(server):
+    prompt = workflow()
+    prompt["2"]["inputs"]["bible_file"] = "no-such-bible.json"
+    status, body = server.post_prompt(prompt)
+    assert status == 400, body
+    details = body["node_errors"]["2"]["errors"][0]["details"]
+    assert "bible_file 'no-such-bible.json' is not in input/mangaka_bibles" in details, details
+
+
+def test_screenwriter_writes_with_a_bible_and_outputs_it_with_the_chapters_cast(server):
+    folder = server.base_dir / "input" / "mangaka_bibles"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ferry.json").write_text(bible_text(LIN), encoding="utf-8")
+    prompt = workflow(panels=1, dialogue=1)
+    prompt["2"]["inputs"].update(bible_file="ferry.json", chapter_number=3)
+    prompt["4"] = {"class_type": "PreviewAny", "inputs": {"source": ["2", 4]}}  # bible
+    result = server.run_prompt(prompt, timeout=300)
+    assert result.status == "success", result.describe()
+    assert server.object_info("MangakaScreenwriter")["output_name"][4] == "bible"
+    bible = json.loads("".join(result.outputs["4"]["text"]))
+    entries = {c["id"]: c for c in bible["characters"]}
+    assert {**entries["lin"], **LIN} == entries["lin"] and entries["lin"]["aliases"] == []  # untouched
+    saved = sorted((server.base_dir / "output" / "mangaka").glob("test_*.json"))[-1]
+    screenplay = json.loads(saved.read_text(encoding="utf-8"))
+    for c in screenplay["characters"]:
+        assert c["id"] in entries, c
+        if c["id"] == "lin":
+            assert c["appearance"] == LIN["appearance"]
+        else:
+            assert entries[c["id"]]["first_chapter"] == 3  # new in this chapter
+
+
+def series_cast(chapters: int) -> dict:
+    book = "\n\n".join(f"Chapter {n}\n\nLin met Tan at the ferry on day {n}." for n in range(1, chapters + 1))
+    return {
+        "1": workflow()["1"],
+        "2": {"class_type": "MangakaSplitChapters", "inputs": {"book": book, "max_chars": 20000}},
+        "3": {
+            "class_type": "MangakaSeriesCast",
+            "inputs": {
+                "llm": ["1", 0],
+                "chapters": ["2", 0],
+                "numbers": ["2", 3],
+                "language": "en",
+                "max_characters": 8,
+                "sampling": "greedy",
+                "seed": 0,
+                "bible": bible_text(LIN),
+            },
+        },
+        "4": {"class_type": "PreviewAny", "inputs": {"source": ["3", 0]}},
+    }
+
+
+def test_series_cast_reads_every_chapter_into_one_bible_with_a_progress_bar(server):
+    result = server.run_prompt(series_cast(3), timeout=300)
+    assert result.status == "success", result.describe()
+    [text] = result.outputs["4"]["text"]  # one bible for the three chapters, not a list
+    bible = json.loads(text)
+    assert bible["characters"][0] == {**bible["characters"][0], **LIN}
+    assert {c["first_chapter"] for c in bible["characters"][1:]} <= {1, 2, 3}
+    bar = [p for p in result.progress if p.get("node") == "3"]
+    assert bar and bar[-1]["value"] == bar[-1]["max"]
+
+
+def test_series_cast_stops_within_a_second_on_interrupt(server):
+    run = server.start_prompt(series_cast(40))
+    run.wait_for(lambda m: m.get("type") == "progress" and m["data"].get("node") == "3", timeout=120)
+    asked = time.monotonic()
+    assert server.interrupt() == 200
+    run.wait_for(lambda m: m.get("type") == "execution_interrupted", timeout=10)
+    stopped_after = time.monotonic() - asked
+    assert run.wait(60).status == "interrupted"
+    assert stopped_after < 1.0, f"stopped {stopped_after:.2f} s after /interrupt"

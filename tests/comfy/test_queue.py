@@ -130,6 +130,13 @@ def test_a_killed_server_and_a_rerun_complete_the_book_each_chapter_once(comfy_f
     stdout, stderr = running.communicate(timeout=120)
     assert running.returncode == 1, stdout + stderr[-2000:]
     assert "stopped answering" in stdout and "rerun the same command" in stdout
+    # chapter 1's characters are in the book's bible; a person edits one before the rerun
+    bible_file = out / "bible.json"
+    data = json.loads(bible_file.read_text(encoding="utf-8"))
+    assert data["characters"] and {c["first_chapter"] for c in data["characters"]} == {1}
+    edited = {**data["characters"][0], "appearance": "hand-edited look: grey coat, lantern", "edited": True}
+    data["characters"][0] = edited
+    bible_file.write_text(json.dumps(data), encoding="utf-8")
     server.start()
     rerun = queue(*args)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr[-3000:]
@@ -141,6 +148,24 @@ def test_a_killed_server_and_a_rerun_complete_the_book_each_chapter_once(comfy_f
     assert len(ran) == 3
     assert chapters["1"]["submissions"] == 1 and chapters["2"]["submissions"] == 2
     assert len(chapters["2"]["abandoned"]) == 1
+    # the bible resumed with the book: every chapter's characters are in it, the edit is kept
+    bible = json.loads(bible_file.read_text(encoding="utf-8"))
+    entries = {c["id"]: c for c in bible["characters"]}
+    assert entries[edited["id"]] == edited
+    for number, chapter in chapters.items():
+        [saved] = [n for n in chapter["files"] if n.endswith(".json")]  # Save Screenplay's file
+        screenplay = json.loads((out / chapter["folder"] / saved).read_text(encoding="utf-8"))
+        for c in screenplay["characters"]:
+            assert c["id"] in entries, (number, c["id"])
+            if c["id"] == edited["id"] and number != "1":  # chapter 1 was written before the edit
+                assert c["appearance"] == edited["appearance"]
+    # and the chapters written after the edit were given it: the bible each was posted with
+    for pid in second_life:
+        posted = server.get_json(f"/history/{pid}")[pid]["prompt"][2]
+        [writer] = [n for n in posted.values() if n["class_type"] == "MangakaScreenwriter"]
+        given = {c["id"]: c for c in json.loads(writer["inputs"]["bible"])["characters"]}
+        assert given[edited["id"]] == edited
+        assert writer["inputs"]["chapter_number"] in (2, 3)
 
 
 def test_two_servers_share_a_book_and_one_stopping_mid_book_still_completes_it(comfy_factory, tmp_path):
@@ -215,3 +240,48 @@ def test_a_failing_chapter_is_reported_and_the_rest_go_on(one, tmp_path):
     assert [chapters[n]["status"] for n in ("1", "2", "3")] == ["done", "failed", "done"]
     assert "chapter is empty" in chapters["2"]["error"]
     assert "failed" in run.stdout
+
+
+def test_an_unusable_bible_is_refused_before_anything_is_submitted(one, tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(BOOKS["en"], encoding="utf-8")
+    bible = tmp_path / "cast.json"
+    bible.write_text('{"version": 1, "characters": [{"id": "lin", "name": "Lin"}, {"id": "lin"}]}')
+    before = len(one.get_json("/history"))
+    run = queue(
+        str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(tmp_path / "o"),
+        "--bible", str(bible),
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert f"the book's bible {bible} cannot be used; nothing was submitted" in run.stderr
+    assert "'lin' is listed twice" in run.stderr or "already characters[0]'s id" in run.stderr, run.stderr
+    assert len(one.get_json("/history")) == before
+
+
+def test_a_saved_series_bible_is_what_the_book_learns(one, tmp_path):
+    """With Save Series Bible in the workflow, the book's bible merges each chapter's saved bible:
+    it holds every character of every chapter, first seen where the Screenwriter met them."""
+    book = tmp_path / "book.txt"
+    book.write_text(BOOKS["zh"], encoding="utf-8")
+    prompt = json.loads(workflow(tmp_path).read_text(encoding="utf-8"))
+    writer = next(k for k, v in prompt.items() if v["class_type"] == "MangakaScreenwriter")
+    prompt["950"] = {
+        "class_type": "MangakaSaveSeriesBible",
+        "inputs": {"bible": [writer, 4], "filename_prefix": "mangaka/bible"},
+    }
+    wf = tmp_path / "with-bible.json"
+    wf.write_text(json.dumps(prompt), encoding="utf-8")
+    out = tmp_path / "out"
+    run = queue(str(book), "--workflow", str(wf), "--server", one.url, "--out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    bible = {c["id"]: c for c in json.loads((out / "bible.json").read_text(encoding="utf-8"))["characters"]}
+    first_seen: dict[str, int] = {}
+    for number, chapter in sorted(state(out).items(), key=lambda kv: int(kv[0])):
+        files = chapter["files"]
+        assert any(n.startswith("bible_") for n in files) and any(n.startswith("screenplay_") for n in files)
+        [saved] = [n for n in files if n.startswith("screenplay_")]
+        screenplay = json.loads((out / chapter["folder"] / saved).read_text(encoding="utf-8"))
+        for c in screenplay["characters"]:
+            assert c["id"] in bible, (number, c["id"])
+            first_seen.setdefault(c["id"], int(number))
+    assert all(bible[i]["first_chapter"] == n for i, n in first_seen.items()), (first_seen, bible)

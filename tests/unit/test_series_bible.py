@@ -156,3 +156,22 @@ def test_book_refuses_a_bad_bible_before_the_model_loads(tmp_path, caplog):
         != 0
     )
     assert "'lin' is already characters[0]'s id" in caplog.text and "missing.gguf" not in caplog.text
+
+
+def test_merged_adds_other_bibles_people_and_never_touches_an_edited_entry():
+    start = bible(LIN, {"id": "tan", "name": "Old Tan", "appearance": "", "edited": True})
+    chapter_2 = bible(
+        {**LIN, "aliases": ["Lin", "Little Lin"], "first_chapter": 2},
+        {"id": "tan", "name": "Old Tan", "appearance": "a new look", "first_chapter": 2},
+        {"id": "mei", "name": "Mei", "trigger": "mei_mgk", "notes": "sheet 4", "first_chapter": 2},
+    )
+    chapter_3 = bible(LIN, {"id": "bo", "name": "Bo", "aliases": ["Mei"], "first_chapter": 3})
+    merged = start.merged(chapter_2).merged(chapter_3)
+    assert [c.id for c in merged.characters] == ["lin", "tan", "mei"]  # Bo is Mei by name
+    assert (
+        merged.character("lin").aliases == ["Lin", "Little Lin"]
+        and merged.character("lin").first_chapter == 2
+    )
+    assert merged.character("tan") == start.character("tan")  # edited: left as it is
+    assert merged.character("mei").trigger == "mei_mgk" and merged.character("mei").aliases == ["Bo"]
+    assert start.merged(SeriesBible()) == start and SeriesBible().merged(start) == start

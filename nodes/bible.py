@@ -24,6 +24,7 @@ from ..mangaka.screenplay import (
 )
 from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING, check_chapter
+from ..mangaka.screenplay.scenes import AUTO
 from . import _comfy
 from ._comfy import BIBLE_FOLDER, NONE, bible_files, bible_path
 from .llm import LLM_SOCKET
@@ -196,7 +197,15 @@ def _slice(bar: _comfy.Progress, index: int, count: int):
 
 
 def _request(language: str, max_characters: int, sampling: str, seed: int) -> ScreenplayRequest:
-    return ScreenplayRequest(language=language, max_characters=max_characters, sampling=sampling, seed=seed)
+    # Counts only decide where a long chapter is cut into scenes here; auto never refuses a chapter.
+    return ScreenplayRequest(
+        language=language,
+        panels=AUTO,
+        dialogue=AUTO,
+        max_characters=max_characters,
+        sampling=sampling,
+        seed=seed,
+    )
 
 
 class SaveSeriesBible(io.ComfyNode):

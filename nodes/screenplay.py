@@ -12,8 +12,9 @@ from ..mangaka.evaluate import dialogue_kept
 from ..mangaka.llm.base import PRESETS
 from ..mangaka.llm.inprocess import release_if_asked
 from ..mangaka.screenplay import SeriesBible, write_screenplay
-from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
+from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING, MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
+from ..mangaka.screenplay.scenes import AUTO, DEFAULT_SCENE_CHARS
 from . import _comfy
 from .bible import bible_inputs, read_series_bible, series_bible_problem
 from .llm import LLM_SOCKET
@@ -22,6 +23,8 @@ log = logging.getLogger("mangaka")
 
 SCREENPLAY = io.Custom("MANGAKA_SCREENPLAY")
 MAX_CHAPTER = 9999
+# off: the panels and dialogue_lines widgets; else counted from the chapter (screenplay/scenes.py).
+AUTO_COUNTS = ("off", "panels", "panels and lines")
 
 
 class Screenwriter(io.ComfyNode):
@@ -71,6 +74,16 @@ class Screenwriter(io.ComfyNode):
                     tooltip="Let the model plan the adaptation first, thinking for up to this many tokens "
                     "(Qwen3.5: 2000-8000); the plan guides the screenplay. 0 = no plan",
                 ),
+                io.Combo.Input(
+                    "auto_counts",
+                    options=list(AUTO_COUNTS),
+                    default=AUTO_COUNTS[0],
+                    optional=True,
+                    tooltip="Count panels (and lines) from the chapter itself: a panel per 200 CJK or 800 "
+                    "other characters, lines from its quoted speech. A chapter that does not fit one call "
+                    f"(the context, over {DEFAULT_SCENE_CHARS} characters, more than {MAX_SCENE_PANELS} "
+                    "panels) is written scene by scene either way",
+                ),
                 *bible_inputs(),
                 io.Int.Input(
                     "chapter_number",
@@ -112,6 +125,7 @@ class Screenwriter(io.ComfyNode):
         think_tokens: int | None = None,
         bible: str | None = None,
         bible_file: str | None = None,
+        auto_counts: str | None = None,
         **_kw,
     ) -> bool | str:
         # Widget values arrive here; a linked input is None until it runs.
@@ -120,7 +134,7 @@ class Screenwriter(io.ComfyNode):
                 check_chapter(chapter, "the chapter")
             values = (language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts)
             if all(v is not None for v in values):
-                _request(*values, think_tokens or 0)
+                _request(*values, think_tokens or 0, auto_counts or AUTO_COUNTS[0])
         except InputError as exc:
             return f"Screenwriter: {exc}"
         if problem := series_bible_problem(bible, bible_file):
@@ -143,10 +157,12 @@ class Screenwriter(io.ComfyNode):
         bible: str | None = None,
         bible_file: str | None = None,
         chapter_number: int = 1,
+        auto_counts: str = AUTO_COUNTS[0],
     ) -> io.NodeOutput:
         request = _request(
-            language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens
-        )
+            language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens,
+            auto_counts,
+        )  # fmt: skip
         series = read_series_bible(bible, bible_file)
         try:
             with _comfy.comfy_interrupts():
@@ -180,13 +196,16 @@ def _request(
     seed: int,
     max_attempts: int,
     think_tokens: int,
+    auto_counts: str = "off",
 ) -> ScreenplayRequest:
     """The node's widgets as a checked request; a message names the widget, not the engine's field."""
+    if auto_counts not in AUTO_COUNTS:
+        raise InputError(f"auto_counts {auto_counts!r} is not one of: {', '.join(AUTO_COUNTS)}")
     try:
         return ScreenplayRequest(
             language=language,
-            panels=panels,
-            dialogue=dialogue_lines,
+            panels=AUTO if auto_counts != "off" else panels,
+            dialogue=AUTO if auto_counts == "panels and lines" else dialogue_lines,
             max_characters=max_characters,
             sampling=sampling,
             seed=seed,

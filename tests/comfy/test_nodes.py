@@ -12,6 +12,7 @@ import pytest
 
 from mangaka.devtools.tiny_models import write_lora, write_model, write_unsupported_model
 from mangaka.screenplay import validate_screenplay
+from mangaka.screenplay.scenes import auto_dialogue, auto_panels
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())
@@ -105,6 +106,24 @@ def test_screenwriter_workflow_writes_a_valid_screenplay_with_progress(server):
     jsonschema.validate(data, SCHEMA)
     assert validate_screenplay(data) == []
     assert len(data["panels"]) == 2 and len(data["dialogue"]) == 2
+
+
+def test_screenwriter_counts_panels_and_lines_from_the_chapter_when_auto(server):
+    said = " ".join(f'"Run, Mei, run {i}!" Akira shouted at the platform.' for i in range(6))
+    chapter = "\n\n".join([said, "The last train pulled in at midnight. " * 120])
+    prompt = workflow(chapter)
+    prompt["2"]["inputs"]["auto_counts"] = "panels and lines"
+    result = server.run_prompt(prompt, timeout=300)
+    assert result.status == "success", result.describe()
+    data = json.loads(sorted((server.base_dir / "output" / "mangaka").glob("test_*.json"))[-1].read_text())
+    panels = auto_panels(chapter)
+    assert panels > 2  # not the widget's 2
+    assert len(data["panels"]) == panels
+    assert len(data["dialogue"]) == auto_dialogue(chapter, "en", panels)
+    bad = workflow()
+    bad["2"]["inputs"]["auto_counts"] = "sometimes"
+    status, body = server.post_prompt(bad)
+    assert status == 400 and "auto_counts" in json.dumps(body)
 
 
 def test_screenwriter_plans_first_when_asked_and_outputs_the_thinking(server):

@@ -341,6 +341,7 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_queue)
 
     _add_eval_command(sub)
+    _add_dataset_command(sub)
 
     p = sub.add_parser("schemas", help="write the JSON Schemas in schemas/ from the models")
     p.add_argument("--folder", type=Path, default=PACK_ROOT / "schemas")
@@ -356,6 +357,16 @@ def _add_eval_command(sub: argparse._SubParsersAction) -> None:
     _add_model_args(p, model_required=False, output=None)
     add_arguments(p)
     p.set_defaults(func=cmd_eval)
+
+
+def _add_dataset_command(sub: argparse._SubParsersAction) -> None:
+    from .dataset import add_arguments, cmd_dataset
+
+    p = sub.add_parser(
+        "dataset", help="approved chapter + screenplay pairs as a LoRA training set (chat JSONL)"
+    )
+    add_arguments(p)
+    p.set_defaults(func=cmd_dataset)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -246,6 +246,16 @@ def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
     return Step(plan, [], planned.usage)
 
 
+def cast_task(prompts: Prompts) -> str:
+    """The cast call's task (without a bible's known characters)."""
+    return prompts.task(
+        "cast",
+        max_characters=prompts.request.max_characters,
+        max_name=MAX_NAME,
+        max_appearance=MAX_APPEARANCE,
+    )
+
+
 def cast_step(
     llm: LLM, prompts: Prompts, budget: int, context: CallContext, bible: SeriesBible | None = None
 ) -> Step:
@@ -254,9 +264,7 @@ def cast_step(
     With a ``bible``, the call is shown the known characters, and each character it lists that the
     bible knows (by name or alias, else by id) becomes the bible's entry: the call only adds."""
     request = prompts.request
-    task = prompts.task(
-        "cast", max_characters=request.max_characters, max_name=MAX_NAME, max_appearance=MAX_APPEARANCE
-    )
+    task = cast_task(prompts)
     if bible:
         task += "\n\n" + prompts.task("cast_known", known=bible.listing())
     data, tries = generate_json(

@@ -7,6 +7,7 @@ import errno
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -415,23 +416,33 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def run_command(func: Command, args: argparse.Namespace, argv: list[str] | None = None) -> int:
-    """``func(args)``'s exit code; every error it raises becomes one logged line: a
-    ``MangakaError`` as it is worded (1), Ctrl-C "interrupted" (130), an ``OSError`` its path and
-    cause (1), anything else a bug, said so, with how to report it (1). Never a bare traceback."""
+    """``func(args)``'s exit code; every error it raises becomes one logged error: a
+    ``MangakaError`` as it is worded (1), Ctrl-C "interrupted" (130), an ``OSError`` one line with
+    its path and cause (1), anything else a bug, said so on one line with how to report it (1).
+    Never a bare traceback."""
     try:
         return func(args)
     except MangakaError as exc:
-        log.error("%s", exc)
+        log.error("%s", exc)  # as worded: some list their problems, one a line
         return 1
     except KeyboardInterrupt:
         log.error("interrupted")
         return 130
     except OSError as exc:
-        log.error("%s", os_error_line(exc))
+        log.error("%s", one_line(os_error_line(exc)))
         return 1
     except Exception as exc:  # noqa: BLE001 - the last resort: a bug, said so, with how to report it
-        log.error("%s", report_bug(exc, argv))
+        log.error("%s", one_line(report_bug(exc, argv)))
         return 1
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: a control character (a newline in a file name) is written as its
+    escape (``\\n``)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -530,7 +530,11 @@ def test_parse_range_of_an_empty_book():
 
 # Issue 19, item 7: bytes that GB18030 decodes without an error, but as mojibake.
 MISREAD = {
-    "EUC-KR Korean": ("제1장\n\n안녕하세요 여러분. 오늘은 좋은 날입니다.\n", "euc_kr", "Korean text in EUC-KR"),
+    "EUC-KR Korean": (
+        "제1장\n\n안녕하세요 여러분. 오늘은 좋은 날입니다.\n",
+        "euc_kr",
+        "Korean text in EUC-KR",
+    ),
     "short Latin-1": ("Das Mädchen fährt nach Hause.\n", "latin-1", "text in CP1252"),
 }
 

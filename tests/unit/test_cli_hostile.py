@@ -186,7 +186,14 @@ def test_write_atomic_names_the_file_not_its_temporary(tmp_path):
     assert (tmp_path / "once.json").read_text() == "1" and not temp_files(tmp_path)
 
 
-def test_an_os_error_is_one_line_with_the_path_cause_and_fix():
+def test_an_os_error_is_one_line_with_the_path_cause_and_fix(caplog):
+    def command(_args: argparse.Namespace) -> int:
+        raise FileNotFoundError(2, "No such file or directory", "/in/a\nname.png")
+
+    with caplog.at_level("INFO", logger="mangaka"):
+        assert run_command(command, argparse.Namespace()) == 1
+    assert caplog.records[-1].getMessage() == "/in/a\\nname.png: No such file or directory; check the path"
+
     line = os_error_line(OSError(28, "No space left on device", "/data/pages/page_001.png"))
     assert (
         line == "/data/pages/page_001.png: No space left on device; free some space or write somewhere else"

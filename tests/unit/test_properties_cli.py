@@ -177,7 +177,7 @@ def screenplays(draw: st.DrawFn) -> dict:
     lines = draw(st.lists(LINE.filter(bool), min_size=0, max_size=count * 2))
     speakers = ["narrator", "akira", "mei"]
     data["dialogue"] = [
-        {"id": f"d{i}", "speaker": draw(st.sampled_from(speakers)), "line": line, "emotion": "calm"}
+        {"id": f"d{i}", "speaker": draw(st.sampled_from(speakers)), "line": line, "emotion": "neutral"}
         for i, line in enumerate(lines, 1)
     ]
     data["panels"] = [{**template[i % 2], "id": f"p{i + 1}", "dialogue": []} for i in range(count)]
@@ -202,8 +202,8 @@ def test_the_page_writer_writes_whole_pages_or_refuses(
     tmp_path_factory, data, direction, per_page, vertical, fmt
 ):
     out = tmp_path_factory.mktemp("fuzz-pages")
+    screenplay = screenplay_from_text(json.dumps(data), source="generated")  # generated valid
     try:
-        screenplay = screenplay_from_text(json.dumps(data), source="generated")
         layout = LayoutOptions("custom", 256, 0 if direction == "vertical" else 362, direction, per_page)
         lettering = LetteringOptions(language=screenplay.language, vertical=vertical)
         composed = compose_pages(

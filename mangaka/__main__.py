@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
+import re
+import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
@@ -152,40 +157,33 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-
-
 def cmd_page(args: argparse.Namespace) -> int:
     """Lettered pages from a screenplay JSON and panel images (storyboard cards when none)."""
-    from PIL import Image
-
+    from .cli_run import check_output_folder, page_options, read_panel_images, save_pages
     from .compose import screenplay_from_text
-    from .fileio import read_text, write_atomic
-    from .page.layout import LayoutOptions, text_order
+    from .fileio import read_text
+    from .page.layout import text_order
     from .page.lettering import LetteringOptions
-    from .page.render import compose_pages, save_page
+    from .page.render import compose_pages
     from .page.storyboard import render_storyboard
 
+    layout = page_options(args)
+    inputs = {"the screenplay": args.screenplay, "the images folder": args.images}
+    check_output_folder(args.output, inputs, what="the pages")
     text = read_text(args.screenplay, "screenplay file")
     screenplay = screenplay_from_text(text, source=str(args.screenplay))
     if args.images:
-        files = sorted(p for p in args.images.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-        if not files:
-            raise MangakaError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in {args.images}")
-        images = [Image.open(p) for p in files]  # by name order: one per panel, in reading order
+        images = read_panel_images(args.images)
     else:
         images = render_storyboard(screenplay, 768, 768)
-    layout = LayoutOptions(page=args.page, direction=args.direction, panels_per_page=args.panels_per_page)
     lettering = LetteringOptions(
         language=screenplay.language,
         vertical=args.vertical,
         direction=text_order(args.direction),
     )
     composed = compose_pages(screenplay, images, layout=layout, lettering=lettering)
-    for i, page in enumerate(composed.pages, 1):
-        out = save_page(page, args.output / f"page_{i:03d}.{args.format.replace('jpeg', 'jpg')}", args.format)
+    for out in save_pages(composed, args.output, args.format):
         sys.stdout.write(f"{out}\n")
-    write_atomic(args.output / "layout.json", json.dumps(composed.layout_json(), indent=2) + "\n")
     for problem in composed.problems:
         log.warning("%s", problem)
     return 0
@@ -284,7 +282,12 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("screenplay", type=Path, help="screenplay JSON (or an LLM reply holding it)")
     p.add_argument("--images", type=Path, help="folder of panel images, one per panel in name order "
                    "(default: storyboard cards)")  # fmt: skip
-    p.add_argument("--page", default="A4 300dpi", help="page preset (see README) ")
+    p.add_argument("--page", default="A4 300dpi", help="page preset (see README); custom: --width, --height")
+    p.add_argument("--width", type=int, metavar="PX", help="--page custom: the width, 256 to 20000 pixels")
+    p.add_argument(
+        "--height", type=int, metavar="PX",
+        help="--page custom: the page height, 256 to 20000 pixels (0: a strip, with --direction vertical)",
+    )  # fmt: skip
     p.add_argument("--direction", choices=DIRECTIONS, default="rtl")
     p.add_argument("--panels-per-page", type=int, default=6)
     p.add_argument("--vertical", action="store_true", help="vertical lettering for Chinese/Japanese")
@@ -369,19 +372,98 @@ def _add_dataset_command(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_dataset)
 
 
+REPORT_URL = "https://github.com/mangaka-comfy/comfyui-mangaka/issues"
+# What to do about an OSError, by errno; the path and the system's words come first.
+OS_ERROR_FIXES = {
+    errno.ENOSPC: "free some space or write somewhere else",
+    errno.EDQUOT: "free some space or write somewhere else",
+    errno.EFBIG: "the file is larger than this shell lets a program write (ulimit -f); raise the limit",
+    errno.EACCES: "give a path this user may use, or change its permissions",
+    errno.EPERM: "give a path this user may use, or change its permissions",
+    errno.EROFS: "that file system is read-only; give a path on a writable one",
+    errno.ENOENT: "check the path",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.EISDIR: "it is a folder; give a file",
+    errno.EEXIST: "it is in the way; move it or give another path",
+    errno.ENAMETOOLONG: "give a shorter path",
+    errno.EMFILE: "too many files are open; raise the limit (ulimit -n)",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an ``OSError``: the path(s), the cause as the system words it, and a fix."""
+    paths = " → ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    fix = OS_ERROR_FIXES.get(exc.errno or -1)
+    return f"{paths + ': ' if paths else ''}{cause}{'; ' + fix if fix else ''}"
+
+
+def report_bug(exc: BaseException, argv: list[str] | None) -> str:
+    """The line for an exception no code path expected: it is a bug; the traceback is saved to a
+    file (logged at debug level when it cannot be) for the report."""
+    import tempfile
+    import traceback
+    from datetime import datetime
+
+    from .fileio import write_atomic
+
+    command = " ".join(["python -m mangaka", *(sys.argv[1:] if argv is None else argv)])
+    text = f"{command}\n\n{''.join(traceback.format_exception(exc))}"
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    try:
+        saved = write_atomic(Path(tempfile.gettempdir()) / f"mangaka-bug-{stamp}-{os.getpid()}.txt", text)
+        where = f"the traceback is in {saved}"
+    except OSError:
+        saved = None
+        where = "run it again with -v to see the traceback"
+    log.debug("%s", text)
+    return (
+        f"internal error, a bug in Mangaka: {type(exc).__name__}: {exc}. Please report it at "
+        f"{REPORT_URL} with the command you ran; {where}"
+    )
+
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def run_command(func: Command, args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    """``func(args)``'s exit code; every error it raises becomes one logged error: a
+    ``MangakaError`` as it is worded (1), Ctrl-C "interrupted" (130), an ``OSError`` one line with
+    its path and cause (1), anything else a bug, said so on one line with how to report it (1).
+    Never a bare traceback."""
+    try:
+        return func(args)
+    except MangakaError as exc:
+        log.error("%s", exc)  # as worded: some list their problems, one a line
+        return 1
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return 130
+    except OSError as exc:
+        log.error("%s", one_line(os_error_line(exc)))
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug, said so, with how to report it
+        log.error("%s", one_line(report_bug(exc, argv)))
+        return 1
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: a control character (a newline in a file name) is written as its
+    escape (``\\n``)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
-    try:
-        return args.func(args)
-    except MangakaError as exc:
-        log.error("%s", exc)
-        return 1
-    except KeyboardInterrupt:
-        log.error("interrupted")
-        return 130
+    if hasattr(signal, "SIGXFSZ") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past `ulimit -f` a write fails (EFBIG), no kill
+    return run_command(args.func, args, argv)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Split a whole book into chapters, read book files in the encodings novels come in, and pick chapters
-by a range like ``3-7``.
+"""Split a whole book into chapters and pick chapters by a range like ``3-7`` (a book file is read
+by ``read_book``, from ``book_file.py``).
 
 How a book is split (``split_chapters``):
 
@@ -43,15 +43,14 @@ runs of blank lines become one, leading and trailing blank lines are removed; in
 
 from __future__ import annotations
 
-import codecs
 import logging
 import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
-from pathlib import Path
 
+from .book_file import ENCODINGS, read_book  # noqa: F401 - read here since the split
 from .errors import InputError
 
 log = logging.getLogger(__name__)
@@ -61,7 +60,6 @@ FRONT_MATTER_CHARS = 200
 FRONT_MATTER_LINES = 3
 FRONT_MATTER_TITLE = "Front matter"
 SLUG_CHARS = 60
-ENCODINGS = ("UTF-8", "UTF-16 (with BOM)", "UTF-32 (with BOM)", "GB18030")
 
 # Heading ranks: a body-less heading merges into a following heading of a higher rank number.
 VOLUME, CHAPTER, SECTION = 0, 1, 2
@@ -448,89 +446,6 @@ def split_chapters(text: str, *, max_chars: int = 20000, min_chars: int = 0) -> 
                 max_chars,
             )
     return chapters
-
-
-# ---------------------------------------------------------------- files
-
-
-def _looks_misdecoded(text: str) -> str | None:
-    """Why GB18030-decoded text looks like another encoding (Shift-JIS, Big5, EUC-JP), or None."""
-    wide = [ch for ch in text if ord(ch) > 0x7F]
-    if len(wide) < 20:
-        return None
-    outside = 0
-    for ch in wide:
-        try:
-            ch.encode("gb2312")
-        except UnicodeEncodeError:
-            outside += 1
-    if outside / len(wide) > 0.4:
-        return f"{outside / len(wide):.0%} of its characters are rare in Chinese text (Shift-JIS or Big5?)"
-    kana = sum(1 for ch in wide if "\u3040" <= ch <= "\u30ff")
-    if kana / len(wide) > 0.1:
-        return "it reads as Japanese kana with garbled kanji (EUC-JP?)"
-    return None
-
-
-def read_book(path: str | Path) -> str:
-    """A book file's text: UTF-8 (with or without BOM), UTF-16/32 with BOM, else GB18030.
-
-    Decoding is strict: a file that is none of these raises ``InputError`` naming the file and the
-    encodings tried, never returns mojibake. The BOM is removed; line breaks are left as they are."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"book file {path} not found") from None
-    except OSError as exc:
-        raise InputError(f"book file {path} cannot be read: {exc}") from exc
-
-    boms = (
-        (codecs.BOM_UTF8, "utf-8-sig"),
-        (codecs.BOM_UTF32_LE, "utf-32"),
-        (codecs.BOM_UTF32_BE, "utf-32"),
-        (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"),
-    )
-    for bom, encoding in boms:
-        if raw.startswith(bom):
-            try:
-                text = raw.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"book file {path} starts with a {encoding} byte order mark but is not valid "
-                    f"{encoding} ({exc.reason} at byte {exc.start}); save it again as UTF-8"
-                ) from None
-            return _checked(text.removeprefix("\ufeff"), path)
-
-    try:
-        return _checked(raw.decode("utf-8"), path)
-    except UnicodeDecodeError as exc:
-        utf8_error = f"not UTF-8: {exc.reason} at byte {exc.start}"
-    try:
-        text = raw.decode("gb18030")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"book file {path} is not text in any of {', '.join(ENCODINGS)} ({utf8_error}; not GB18030: "
-            f"{exc.reason} at byte {exc.start}); save it as UTF-8 and try again"
-        ) from None
-    why = _looks_misdecoded(text)
-    if why:
-        raise InputError(
-            f"book file {path} is not UTF-8 ({utf8_error}) and decodes as GB18030 only as nonsense: "
-            f"{why}. Tried {', '.join(ENCODINGS)}; save it as UTF-8 and try again"
-        )
-    log.info("read %s as GB18030 (%s)", path, utf8_error)
-    return _checked(text, path)
-
-
-def _checked(text: str, path: Path) -> str:
-    if "\x00" in text:
-        raise InputError(
-            f"book file {path} contains NUL characters: it is binary or UTF-16 without a byte order mark; "
-            "save it as UTF-8 and try again"
-        )
-    return text
 
 
 # ---------------------------------------------------------------- ranges

@@ -23,10 +23,13 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .batch.book import BIBLE_FILE, Selection, select_chapters
 from .errors import InputError
@@ -36,6 +39,9 @@ from .screenplay.bible import load_series_bible
 from .screenplay.models import Screenplay
 from .screenplay.request import ScreenplayRequest, check_chapter, check_count
 from .screenplay.scenes import DEFAULT_SCENE_CHARS, auto_panels
+
+if TYPE_CHECKING:
+    from .page.layout import LayoutOptions
 
 log = logging.getLogger("mangaka")
 
@@ -128,6 +134,35 @@ def _check_writable_folder(folder: Path, flag: str, output: Path, *, may_create:
             f"{flag} {output}: the folder {probe} is not writable by this user; "
             "give a path in a folder you can write to"
         )
+    _probe_write(probe, flag, output)
+
+
+def _probe_write(folder: Path, flag: str, output: Path) -> None:
+    """Make and remove a file in ``folder``: the permission bits do not tell everything (root
+    passes ``os.access`` on a read-only or virtual file system such as /proc)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".mangaka-probe-", dir=folder)
+    except OSError as exc:
+        raise InputError(
+            f"{flag} {output}: cannot write in the folder {folder} ({exc.strerror or exc}); "
+            "give a path in a folder you can write to"
+        ) from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def make_output_folder(folder: Path, flag: str, output: Path) -> Path:
+    """Create ``folder`` (and its parents) and prove a file can be written in it: the last check
+    of a run that writes there, so nothing fails to save after the model has worked."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"{flag} {output}: the folder {folder} cannot be made ({exc.strerror or exc}); "
+            "give a path in a folder you can write to"
+        ) from None
+    _probe_write(folder, flag, output)
+    return folder
 
 
 def _check_not_an_input(outputs: Mapping[str, Path], inputs: Mapping[str, Path | None], flag: str) -> None:
@@ -161,10 +196,12 @@ def check_output_file(
     return output
 
 
-def check_output_folder(folder: Path, inputs: Mapping[str, Path | None], *, flag: str = "-o") -> Path:
+def check_output_folder(
+    folder: Path, inputs: Mapping[str, Path | None], *, flag: str = "-o", what: str = "the screenplays"
+) -> Path:
     """Refuse an output folder that is a file, or that cannot be made or written."""
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"{flag} {folder} is a file, not a folder; give a folder for the screenplays")
+        raise InputError(f"{flag} {folder} is a file, not a folder; give a folder for {what}")
     _check_writable_folder(folder, flag, folder, may_create=True)
     _check_not_an_input({"output": folder}, inputs, flag)
     return folder
@@ -345,6 +382,98 @@ def run_write(llm: LLM, plan: WritePlan) -> list[Path]:
     return written
 
 
+# -------------------------------------------------------------------------------------- page
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+PAGE_NAME = re.compile(r"page_\d{3,}\.(?:png|jpg)")  # the only names `page` writes, or removes
+LAYOUT_FILE = "layout.json"
+
+
+def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
+    """The pictures in ``folder`` in name order (one per panel, in reading order), each decoded
+    now: a file Pillow cannot read is refused by name before any page is drawn."""
+    from PIL import Image
+
+    if not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        raise InputError(f"{flag} {folder} {what}; give the folder that holds the panel images")
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    except OSError as exc:
+        raise InputError(f"{flag} {folder} cannot be read: {exc.strerror or exc}") from None
+    if not files:
+        kinds = ", ".join(IMAGE_SUFFIXES)
+        raise InputError(f"{flag} {folder} holds no images ({kinds}); give the panels' folder")
+    images = []
+    for path in files:
+        try:
+            image = Image.open(path)
+            image.load()  # decoded here: a truncated file fails now, naming itself
+        except (OSError, ValueError, EOFError, SyntaxError, Image.DecompressionBombError) as exc:
+            raise InputError(
+                f"{flag}: {path} is not an image Pillow can read ({exc}); replace it, or move it out "
+                f"of {folder}"
+            ) from None
+        images.append(image)
+    return images
+
+
+def page_options(args: argparse.Namespace) -> LayoutOptions:
+    """``page``'s layout and lettering options, checked (``--width/--height`` with ``--page custom``)."""
+    from .page.layout import CUSTOM, MAX_SIDE, MIN_SIDE, LayoutOptions, preset_size
+
+    width = height = 0
+    if args.page == CUSTOM:
+        if args.width is None or args.height is None:
+            raise InputError(
+                f"--page custom needs --width PX and --height PX ({MIN_SIDE} to {MAX_SIDE}; --height 0 "
+                "with --direction vertical for a webtoon strip)"
+            )
+        width = check_count("--width", args.width, MIN_SIDE, MAX_SIDE)
+        height = args.height if args.height == 0 else check_count("--height", args.height, MIN_SIDE, MAX_SIDE)
+    elif args.width is not None or args.height is not None:
+        raise InputError(f"--width and --height set a custom page: add --page custom (not {args.page!r})")
+    layout = LayoutOptions(args.page, width, height, args.direction, args.panels_per_page)
+    preset_size(layout)  # an unknown preset, a size out of bounds: refused here
+    return layout
+
+
+def _owned_pages(folder: Path) -> set[str]:
+    """The page files an earlier ``page`` run wrote in ``folder``, by its layout.json: the names it
+    lists (older layout.json files: its page count, in both formats). Only page_NNN names count."""
+    try:
+        old = json.loads((folder / LAYOUT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(old, dict):
+        return set()
+    files = old.get("files")
+    if not isinstance(files, list):
+        pages = old.get("pages")
+        count = len(pages) if isinstance(pages, list) else 0
+        files = [f"page_{n:03d}.{ext}" for n in range(1, count + 1) for ext in ("png", "jpg")]
+    return {name for name in files if isinstance(name, str) and PAGE_NAME.fullmatch(name)}
+
+
+def save_pages(composed: Any, folder: Path, fmt: str) -> list[Path]:
+    """Write the pages and their ``layout.json`` (which lists them) into ``folder``, each file
+    atomically, then remove the pages an earlier run left there that this set does not replace:
+    ``page_004.png`` from a four-page run never sits beside a layout of one page. A user's other
+    files are never touched."""
+    from .fileio import write_atomic
+    from .page.render import save_page
+
+    earlier = _owned_pages(folder)
+    ext = fmt.replace("jpeg", "jpg")
+    written = [save_page(p, folder / f"page_{i:03d}.{ext}", fmt) for i, p in enumerate(composed.pages, 1)]
+    layout = {"files": [p.name for p in written], **composed.layout_json()}
+    write_atomic(folder / LAYOUT_FILE, json.dumps(layout, indent=2) + "\n")
+    for name in sorted(earlier - {p.name for p in written}):
+        (folder / name).unlink(missing_ok=True)
+        log.info("removed %s, a page of the earlier run this one replaces", folder / name)
+    return written
+
+
 # -------------------------------------------------------------------------------------- book
 
 
@@ -377,9 +506,14 @@ def prepare_book(args: argparse.Namespace) -> BookPlan:
     check_output_folder(args.out, inputs)
     bible = getattr(args, "bible", None) or args.out / BIBLE_FILE
     _check_not_an_input({"output": bible}, inputs, "--bible")
+    if bible.is_dir():
+        raise InputError(f"--bible {bible} is a folder; give the bible's file, e.g. {bible / BIBLE_FILE}")
+    _check_writable_folder(bible.parent, "--bible", bible, may_create=True)
     load_series_bible(bible, missing_ok=True)  # a bad bible is refused before the model loads
     if args.model:
         check_model_args(args, args.model)
+    make_output_folder(args.out, "-o", args.out)  # last: every other check passed
+    make_output_folder(bible.parent, "--bible", bible)
     return BookPlan(request, args.out, concurrency, selection, bible)
 
 

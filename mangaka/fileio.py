@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -52,12 +53,18 @@ def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True)
 
     Readers never see a half-written file. With ``overwrite=False`` an existing file is never
     replaced: ``FileExistsError`` is raised instead (the check and the rename are one atomic step).
+    Any ``OSError`` (a full disk, a file-size limit, a folder that cannot be made) is raised with
+    ``path`` as its ``filename`` and the same ``errno`` (so the same subclass), whatever step failed.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # a file where a folder of the path should be
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             if hasattr(os, "fchmod"):
                 os.fchmod(fh.fileno(), FILE_MODE)
@@ -68,7 +75,9 @@ def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True)
             os.replace(tmp, path)
         else:
             os.link(tmp, path)  # fails if path exists
+    except OSError as exc:  # named after the file being written, never the temporary file
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return path

@@ -3,7 +3,9 @@
 Against an OpenAI-compatible server with parallel slots, N requests at once are batched by the
 server; in-process, the model's lock runs them one at a time. Each chapter's screenplay is written
 atomically to ``OUT/<number title>.json``; a chapter whose file exists is skipped, so a rerun
-resumes. A chapter that fails is reported and the others go on.
+resumes. A chapter that fails is reported and the others go on; a chapter that cannot be saved
+(``OSError``: a full disk, a file-size limit) stops the run, those not started are not generated,
+and the ``OSError`` names the file (the chapters saved before it stay saved).
 
 One cast across the book: a series bible (``OUT/bible.json`` unless given) is read first; a first
 pass runs the cast call of every chapter to write, in chapter order, each shown the bible as the
@@ -171,5 +173,9 @@ def write_book(
             except MangakaError as exc:
                 result.failed[chapter.number] = str(exc)
                 log.error("chapter %d (%s) failed: %s", chapter.number, chapter.title, exc)
+            except OSError:  # a chapter that cannot be saved (a full disk): the rest would not be either
+                for pending in futures:
+                    pending.cancel()  # the chapters not started yet are not generated at all
+                raise
     result.written.sort()
     return result

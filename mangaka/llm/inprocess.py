@@ -16,6 +16,7 @@ module's namespace, so replacing ``mangaka.llm.inprocess.load_model`` (as tests 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -267,25 +268,64 @@ class LlamaCppLLM:
             return stop_watch.poll()
 
         constraint = make_constraint(engine, llama, grammar) if grammar is not None else None
+        interrupt = _InterruptToAbort(flag)
         try:
-            with stop_watch:
+            with interrupt, stop_watch:
                 start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
                 result = decode(
                     llama, tokens, start, sampling=s, constraint=constraint, budget=budget, on_token=on_token
                 )
             text = llama.detokenize(result.tokens, prev_tokens=tokens).decode("utf-8", errors="replace")
         except RuntimeError as exc:
-            if stop_watch.cancelled():
+            if interrupt.hit or stop_watch.cancelled():
                 llama.reset()
+                interrupt.raise_if_hit()
                 raise Cancelled("generation interrupted") from None
             raise GenerationError(f"llama.cpp failed while generating: {exc}") from None
         finally:
             if constraint is not None:
                 constraint.close()
-        if stop_watch.cancelled() or result.finish_reason == "cancelled":
+        if interrupt.hit or stop_watch.cancelled() or result.finish_reason == "cancelled":
             llama.reset()
+            interrupt.raise_if_hit()
             raise Cancelled("generation interrupted")
         return text, result.finish_reason, len(result.tokens), reused
+
+
+class _InterruptToAbort:
+    """Ctrl-C during a generation, turned into llama.cpp's abort flag; ``KeyboardInterrupt`` is
+    raised once the decode has stopped (``raise_if_hit``), from Python, not inside llama.cpp.
+
+    Python runs a signal handler at the next bytecode, which during a decode is the abort
+    callback: the default handler's ``KeyboardInterrupt`` would be raised there, where ctypes can
+    only print it and ignore it. Only in the main thread (where signals arrive); elsewhere
+    (ComfyUI's worker) it does nothing and ``cancel`` stops the run."""
+
+    def __init__(self, flag: list[bool]) -> None:
+        self.flag = flag
+        self.hit = False
+        self._previous: Any = None
+
+    def _handler(self, _signum: int, _frame: object) -> None:
+        self.hit = True
+        self.flag[0] = True
+
+    def __enter__(self) -> _InterruptToAbort:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is signal.default_int_handler:  # Python's own: ours for the decode
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def raise_if_hit(self) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
 
 
 class _CancelWatch:

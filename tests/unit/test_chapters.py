@@ -526,3 +526,36 @@ def test_parse_range_of_an_empty_book():
     assert parse_range("", 0) == []
     with pytest.raises(InputError, match="no chapters"):
         parse_range("1", 0)
+
+
+# Issue 19, item 7: bytes that GB18030 decodes without an error, but as mojibake.
+MISREAD = {
+    "EUC-KR Korean": (
+        "제1장\n\n안녕하세요 여러분. 오늘은 좋은 날입니다.\n",
+        "euc_kr",
+        "Korean text in EUC-KR",
+    ),
+    "short Latin-1": ("Das Mädchen fährt nach Hause.\n", "latin-1", "text in CP1252"),
+}
+
+
+@pytest.mark.parametrize("case", MISREAD)
+def test_text_gb18030_only_misreads_is_refused_by_name(tmp_path, case):
+    text, encoding, looks = MISREAD[case]
+    path = tmp_path / "book.txt"
+    path.write_bytes(text.encode(encoding))
+    text.encode(encoding).decode("gb18030")  # no decoding error: only a second opinion tells
+    with pytest.raises(InputError) as exc:
+        read_book(path)
+    message = str(exc.value)
+    assert str(path) in message and f"it looks like {looks}" in message
+    assert f"iconv -f {looks.split()[-1]} -t UTF-8 {path} > {tmp_path / 'book.utf8.txt'}" in message
+    assert "UTF-8" in message and "GB18030" in message
+
+
+def test_gb18030_chinese_books_are_still_read(tmp_path):
+    for name in ("gb18030.txt", "zh_numerals.txt", "zh_special.txt", "zh_toc.txt", "no_headings_zh.txt"):
+        text = read_book(DATA / name)
+        path = tmp_path / name
+        path.write_bytes(text.encode("gb18030"))
+        assert read_book(path) == text, name

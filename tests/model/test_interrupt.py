@@ -1,0 +1,40 @@
+"""Ctrl-C during ``python -m mangaka write`` (issue 19, item 6): the interrupt stops llama.cpp's
+decode through its abort flag and is reported once, "interrupted", exit code 130; it never lands
+inside the ctypes abort callback ("Exception ignored on calling ctypes callback function"), and no
+screenplay, plan or temporary file is left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTER = ROOT / "prompts" / "samples" / "demo_chapter.en.txt"
+
+
+def test_ctrl_c_while_generating_is_interrupted_exit_130(qwen35moe, tmp_path):
+    out = tmp_path / "out.json"
+    argv = [sys.executable, "-m", "mangaka", "write", str(CHAPTER), "--model", str(qwen35moe),
+            "--threads", "1", "-o", str(out)]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines = []
+    deadline = time.monotonic() + 120
+    for line in proc.stderr:  # wait until tokens are being generated, then press Ctrl-C
+        lines.append(line)
+        if "generating:" in line or time.monotonic() > deadline:
+            break
+    assert any("generating:" in line for line in lines), "".join(lines)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGINT)
+    proc.wait(timeout=60)
+    stderr = "".join(lines) + proc.stderr.read()
+    assert proc.returncode == 130, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("ERROR")]
+    assert errors == ["ERROR mangaka: interrupted"], stderr[-3000:]
+    assert "Exception ignored" not in stderr and "Traceback" not in stderr, stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temporary file

@@ -22,6 +22,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as _JsonSchemaError
 
 from .errors import Cancelled, ContextOverflowError, InvalidOutputError, SchemaError
+from .jsontext import MAX_DEPTH, exceeds_depth
 from .llm.base import (
     LLM,
     CallContext,
@@ -120,6 +121,10 @@ def parse_json(text: str) -> tuple[Any, list[str]]:
     """``(data, [])`` or ``(None, [problem])`` for a reply that is not one JSON value."""
     if not text.strip():
         return None, ["the reply is empty; it must be one JSON object"]
+    if exceeds_depth(text):
+        return None, [
+            f"the reply is nested more than {MAX_DEPTH} levels deep; write the one JSON object asked for"
+        ]
     try:
         return json.loads(text), []
     except json.JSONDecodeError as e:

@@ -15,11 +15,44 @@ from mangaka.errors import InputError, MangakaError
 from mangaka.jsontext import MAX_DEPTH, exceeds_depth
 from mangaka.screenplay import example_screenplay
 from mangaka.screenplay.bible import parse_series_bible
-from mangaka.screenplay.validate import load_screenplay
-from mangaka.structured import parse_json
+from mangaka.screenplay.validate import load_screenplay, validate_screenplay
+from mangaka.structured import _ecma_anchors, parse_json
 
 SCREENPLAY = json.dumps(example_screenplay(), indent=2)
 DEEP = "[" * 1000 + "]" * 1000  # the issue's ~1,000 levels
+
+
+# ------------------------------------------------------------------ 1. the validators agree
+
+
+def _renamed(old: str, new: str) -> dict:
+    return json.loads(json.dumps(example_screenplay()).replace(f'"{old}"', json.dumps(new)))
+
+
+def test_an_id_with_a_final_line_break_fails_the_schema_as_it_fails_the_model():
+    data = _renamed("akira", "akira\n")  # every reference renamed too: only the pattern can object
+    problems = validate_screenplay(data)
+    assert problems and all("does not match" in p for p in problems)
+    assert problems[0].startswith("characters[0].id: ")
+    with pytest.raises(InputError, match=r"characters\[0\]\.id: 'akira\\n' does not match"):
+        load_screenplay(json.dumps(data), repair=False)
+    assert load_screenplay(json.dumps(data)).characters[0].id == "akira"  # the repair trims it
+
+
+def test_the_pattern_reads_dollar_as_the_end_of_the_string_only_outside_classes():
+    assert _ecma_anchors(r"^[a-z]+$") == r"^[a-z]+\Z"
+    assert _ecma_anchors(r"^[$]\$x$") == r"^[$]\$x\Z"
+
+
+@pytest.mark.parametrize(
+    "load",
+    [lambda t: load_screenplay(t), lambda t: screenplay_from_text("Here:\n" + t)],
+    ids=["page / load", "parse node"],
+)
+def test_a_lone_surrogate_is_an_input_error_naming_the_field_not_a_pydantic_traceback(load):
+    text = SCREENPLAY.replace("Did we miss it?", "Did we miss it? \\ud800")
+    with pytest.raises(InputError, match=r"dialogue\[1\]\.line: holds a lone surrogate \(\\ud800\)"):
+        load(text)
 
 
 # ------------------------------------------------------------------ 2. deep nesting

@@ -106,3 +106,10 @@ def test_tensor_data_past_the_end_of_the_file_is_damage(tmp_path):
     cut.write_bytes(whole.read_bytes()[:-1])  # one byte short
     with pytest.raises(ModelFileError, match=r"its tensors need \d+ bytes but the file has \d+"):
         read_gguf_info(cut)
+
+
+def test_a_vocabulary_only_file_without_padding_after_its_metadata_is_complete(tmp_path):
+    # llama.cpp's ggml-vocab-*.gguf: no tensors, and the file ends right after the metadata
+    path = tmp_path / "vocab.gguf"
+    path.write_bytes(gguf_bytes(_key("general.architecture") + struct.pack("<I", 8) + _key("llama"), 1))
+    assert read_gguf_info(path).architecture == "llama"

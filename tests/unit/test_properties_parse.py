@@ -7,14 +7,19 @@ from __future__ import annotations
 import copy
 import json
 import time
+from pathlib import Path
 from typing import Any
 
+import gguf
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from mangaka.compose import extract_json_object, screenplay_from_text
 from mangaka.errors import MangakaError
+from mangaka.llm.gguf_info import read_gguf_info
 from mangaka.screenplay import Screenplay, example_screenplay
 from mangaka.screenplay.schema import screenplay_json_schema
 from mangaka.screenplay.validate import load_screenplay, validate_screenplay
@@ -179,3 +184,62 @@ def test_loading_any_screenplay_json_is_a_screenplay_or_an_input_error(data):
         except MangakaError:
             continue
         assert not validate_screenplay(sp.model_dump(mode="json"))
+
+
+# ------------------------------------------------------------------ GGUF headers over any bytes
+
+
+@pytest.fixture(scope="module")
+def small_gguf(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A small valid GGUF with metadata of every kind and two tensors (a few KB)."""
+    path = tmp_path_factory.mktemp("gguf") / "small.gguf"
+    w = gguf.GGUFWriter(str(path), "qwen3")
+    w.add_context_length(4096)
+    w.add_string("tokenizer.chat_template", "{{ messages }}")
+    w.add_token_list([f"t{i}" for i in range(40)])
+    w.add_array("test.nested", [[1, 2], [3]])
+    w.add_float32("test.f32", 0.5)
+    w.add_tensor("a", np.zeros((4, 8), dtype=np.float32))
+    w.add_tensor("b", np.ones(16, dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path.read_bytes()
+
+
+def _read(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    try:
+        info = read_gguf_info(path, keep_arrays=frozenset({"test.nested", "tokenizer.ggml.tokens"}))
+    except MangakaError:
+        return
+    assert info.data_size <= len(data)
+
+
+@BOUNDED
+@given(st.binary(max_size=300))
+def test_any_bytes_after_the_magic_give_a_header_or_a_model_file_error(tmp_path, tail):
+    _read(tmp_path / "any.gguf", b"GGUF" + tail)
+
+
+_u64 = st.sampled_from([0, 1, 2**31, 2**32 - 1, 2**63 - 1, 2**64 - 1]) | st.integers(0, 2**64 - 1)
+
+
+@settings(BOUNDED, max_examples=200)
+@given(st.data())
+def test_a_mutated_valid_gguf_gives_a_header_or_a_model_file_error(tmp_path, small_gguf, data):
+    mutated = bytearray(small_gguf)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(mutated) - 1))
+        how = data.draw(st.sampled_from(["byte", "u64", "u32", "cut"]))
+        if how == "byte":
+            mutated[at] = data.draw(st.integers(0, 255))
+        elif how == "cut":
+            del mutated[at:]
+            break
+        else:
+            size = 8 if how == "u64" else 4
+            value = data.draw(_u64) % 2 ** (8 * size)
+            mutated[at : at + size] = value.to_bytes(size, "little")
+    _read(tmp_path / "mutated.gguf", bytes(mutated))

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, MangakaError
+from .errors import InputError, MangakaError, ModelFileError, UnsupportedArchitectureError
 from .llm.memory import COMFY_INFERENCE_RESERVE, Fit, kv_cache_bytes
 from .llm.native import Device
 
@@ -270,11 +270,42 @@ def check_architectures(report: Report, model: Path | None) -> None:
         info = read_gguf_info(model)
         native.check_architecture(info.architecture, model.name)
     except MangakaError as exc:
-        report.add(
-            "error", "model", str(exc), "rebuild llama-cpp-python as the message says, or pick another model"
-        )
+        report.add("error", "model", str(exc), _MODEL_ADVICE.get(type(exc), _MODEL_ADVICE[MangakaError]))
         return
-    report.add("ok", "model", f"{model.name}: {info.architecture}, loadable")
+    size = model.stat().st_size
+    report.add(
+        "ok",
+        "model",
+        f"{model.name}: {info.architecture}, {info.tensor_count} tensors, "
+        f"{_gib(size)} GiB, complete, loadable",
+    )
+
+
+# What to do about a model the doctor cannot pass, by the kind of error.
+_MODEL_ADVICE: dict[type, str] = {
+    ModelFileError: "this file is damaged or incomplete (or not a model): download or copy it again, "
+    "or pick another model",
+    UnsupportedArchitectureError: "rebuild llama-cpp-python as the message says, or pick another model",
+    MangakaError: "pick another model",
+}
+
+
+def check_context(report: Report, model: Path | None, n_ctx: int) -> int:
+    """The context the model would be loaded with (``n_ctx`` capped at its trained length, the rule
+    ``write`` and Load LLM apply), noted when the cap applies; the memory checks use it."""
+    from .llm.gguf_info import read_gguf_info
+    from .llm.loading import effective_n_ctx
+
+    if model is None:
+        return n_ctx
+    try:
+        used = effective_n_ctx(read_gguf_info(model), n_ctx)
+    except (MangakaError, OSError):
+        return n_ctx  # the model finding says why
+    if used < n_ctx:
+        trained = f"{model.name} was trained on {used} tokens, so it loads with {used}"
+        report.add("info", "context", f"{n_ctx} tokens asked; {trained}")
+    return used
 
 
 def memory_needed(model: Path, n_ctx: int) -> tuple[int, int]:
@@ -471,7 +502,12 @@ def diagnose(
     crafted ones); with a ``checkpoint``, whether it and the model fit together where the LLM runs
     (the GPUs ggml sees, or RAM on a CPU-only build)."""
     from .llm import native
+    from .llm.loading import LoadOptions
 
+    try:
+        LoadOptions(n_ctx=n_ctx)  # the Load LLM node's range
+    except InputError as exc:
+        raise InputError(f"doctor --ctx: {exc}") from None
     system = system or System()
     report = Report()
     build = check_build(report, system)
@@ -485,6 +521,7 @@ def diagnose(
         gpus = check_devices(report, build["gpu"], found)
     if report.worst != "error":
         check_architectures(report, model)
+    n_ctx = check_context(report, model, n_ctx)
     check_memory(report, model, n_ctx, system, gpus)
     if checkpoint is not None:
         if gpus:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -37,15 +36,10 @@ def read_text(path: str | Path, what: str) -> str:
 
 def parse_json(text: str | bytes, source: str, fix: str = "") -> Any:
     """``text`` parsed as JSON; ``InputError`` names ``source``, the line and column, and ``fix``
-    (appended after "; ") when it is not valid JSON."""
-    from .errors import InputError
+    (appended after "; ") when it is not valid JSON or is nested too deeply (``mangaka.jsontext``)."""
+    from .jsontext import loads
 
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        hint = f"; {fix}" if fix else ""
-        message = f"{source}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}{hint}"
-        raise InputError(message) from None
+    return loads(text, source, fix)
 
 
 def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True) -> Path:

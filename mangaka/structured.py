@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError as _JsonSchemaError
+from jsonschema.exceptions import ValidationError as _JsonValidationError
+from pydantic import BaseModel, ValidationError
 
 from .errors import Cancelled, ContextOverflowError, InvalidOutputError, SchemaError
+from .jsontext import MAX_DEPTH, exceeds_depth
 from .llm.base import (
     LLM,
     CallContext,
@@ -79,8 +84,68 @@ def _clip(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def check_schema(schema: dict[str, Any]) -> Draft202012Validator:
-    """A validator for ``schema``; raises ``SchemaError`` when the schema itself is invalid."""
+def _ecma_anchors(pattern: str) -> str:
+    """``pattern`` for Python's ``re`` with ``$`` read as JSON Schema (ECMA-262) and pydantic read it:
+    the end of the string. Python's ``$`` also matches before a final line break, so ``"akira\n"``
+    would match ``^[a-z]+$`` here and fail the model. ``$`` inside a class or escaped is left alone."""
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "$":
+            c = r"\Z"
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(_ecma_anchors(pattern))
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and not _compiled(pattern).search(instance):
+        yield _JsonValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# Draft 2020-12 with ``pattern`` read as the spec (and pydantic) read it; see ``_ecma_anchors``.
+Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_problems(data: Any) -> list[str]:
+    """Strings (and keys) holding a lone UTF-16 surrogate (JSON ``"\\ud800"``): no text, whatever
+    the schema says; pydantic and UTF-8 refuse them, so every validation here does too."""
+    problems: list[str] = []
+    todo: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, dict):
+            todo += [((*path, k), v) for k, v in reversed(value.items())]
+            value = "".join(k for k in value if isinstance(k, str))  # the keys
+        elif isinstance(value, list):
+            todo += [((*path, i), v) for i, v in reversed(list(enumerate(value)))]
+        if isinstance(value, str) and (found := _SURROGATE.search(value)):
+            problems.append(
+                f"{json_path(path)}: holds a lone surrogate (\\u{ord(found.group()):04x}), which is "
+                "not a character; write the text itself, as UTF-8"
+            )
+    return problems
+
+
+def check_schema(schema: dict[str, Any]) -> Any:
+    """A validator for ``schema`` (``Validator``: Draft 2020-12, ``pattern`` anchored as the spec
+    says); raises ``SchemaError`` when the schema itself is invalid."""
     if not isinstance(schema, dict):
         raise SchemaError(f"a JSON Schema must be a JSON object, not {type(schema).__name__}")
     try:
@@ -89,17 +154,30 @@ def check_schema(schema: dict[str, Any]) -> Draft202012Validator:
         raise SchemaError(
             f"invalid JSON Schema at {json_path(e.absolute_path)}: {_clip(e.message)}"
         ) from None
-    return Draft202012Validator(schema)
+    return Validator(schema)
 
 
-def schema_problems(data: Any, schema: dict[str, Any] | Draft202012Validator) -> list[str]:
-    """Every way ``data`` breaks ``schema``, as ``"<json path>: <message>"``, in document order."""
-    validator = schema if isinstance(schema, Draft202012Validator) else check_schema(schema)
+def schema_problems(data: Any, schema: dict[str, Any] | Any) -> list[str]:
+    """Every way ``data`` breaks ``schema``, as ``"<json path>: <message>"``, in document order; a
+    string holding a lone surrogate is a problem under any schema."""
+    validator = check_schema(schema) if isinstance(schema, dict) else schema
     errors = sorted(
         validator.iter_errors(data),
         key=lambda e: ([(0, p, "") if isinstance(p, int) else (1, 0, p) for p in e.absolute_path], e.message),
     )
-    return [f"{json_path(e.absolute_path)}: {_clip(_short_instance(e))}" for e in errors]
+    found = [f"{json_path(e.absolute_path)}: {_clip(_short_instance(e))}" for e in errors]
+    return _surrogate_problems(data) + found
+
+
+def model_problems(model: type[BaseModel], data: Any) -> list[str]:
+    """Every way ``data`` fails ``model`` (pydantic), as ``"<json path>: <message>"`` like
+    ``schema_problems``; empty when it validates. For the rare case the schema let through what
+    the model refuses: it becomes feedback or an ``InputError``, never a traceback."""
+    try:
+        model.model_validate(data)
+    except ValidationError as e:
+        return [f"{json_path(err['loc'])}: {_clip(str(err['msg']))}" for err in e.errors()]
+    return []
 
 
 def _short_instance(error: Any) -> str:
@@ -120,6 +198,10 @@ def parse_json(text: str) -> tuple[Any, list[str]]:
     """``(data, [])`` or ``(None, [problem])`` for a reply that is not one JSON value."""
     if not text.strip():
         return None, ["the reply is empty; it must be one JSON object"]
+    if exceeds_depth(text):
+        return None, [
+            f"the reply is nested more than {MAX_DEPTH} levels deep; write the one JSON object asked for"
+        ]
     try:
         return json.loads(text), []
     except json.JSONDecodeError as e:
@@ -248,7 +330,7 @@ def _ask(
 def _judge(
     text: str,
     schema: dict[str, Any],
-    validator: Draft202012Validator,
+    validator: Any,
     repair: RepairFn | None,
     validate: Validate | None,
 ) -> tuple[Any, list[str], list[str]]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..fileio import parse_json
 
 EXPORT_HINT = (
     "export the API format: in ComfyUI's menu Workflow → Export (API), or use the twins in "
@@ -33,11 +33,14 @@ def load_workflow(path: str | Path) -> dict[str, Any]:
     """An API-format workflow (``{node_id: {"class_type", "inputs"}}``) from a JSON file."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError(f"workflow file {path} not found") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise InputError(f"workflow file {path} is not JSON ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"workflow file {path} cannot be read ({exc.strerror}); check the path") from None
+    data = parse_json(text, f"workflow file {path}", EXPORT_HINT)
     if isinstance(data, dict) and "nodes" in data and "links" in data:
         raise InputError(f"{path} is a UI-format workflow (the graph the editor saves); {EXPORT_HINT}")
     if isinstance(data, dict) and isinstance(data.get("prompt"), dict):

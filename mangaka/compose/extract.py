@@ -1,83 +1,187 @@
-"""Find the screenplay JSON in text from any LLM node: code fences, ``<think>`` blocks and prose
-around the JSON are taken off, then the JSON is validated like our own output.
+"""Find the screenplay JSON in text from any LLM node, then validate it like our own output.
+
+The rule, in order:
+
+1. Reasoning goes: the answer is what follows the last ``</think>``. A reply that is only an
+   unfinished ``<think>`` block is an error (the model ran out of tokens while thinking).
+2. The text is scanned once for balanced ``{…}`` spans. Inside braces, JSON strings are skipped
+   (a brace in a string does not count; a string ends at its closing quote or at a line break,
+   which JSON strings never hold); outside braces, quotes are prose. A span that does not parse is
+   looked into when it reads as prose (``{sic}``: the first thing after the ``{`` is not a ``"``),
+   and kept as a broken object when it reads as JSON.
+3. Among the objects that parse, one inside a ````` code fence wins over one outside it; among
+   those, the largest (the most characters) wins, the first of equal ones. So prose such as
+   ``nothing else is {}`` before the screenplay, or a small example after it, is passed over.
+4. A broken object that is larger than that answer (a reply cut off at the end of the text, or
+   one with a syntax error) is the error instead: an object inside a broken one is not the answer.
+
+Every step is linear in the length of the text, and an object nested deeper than
+``mangaka.jsontext.MAX_DEPTH`` is refused, never recursed into.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..jsontext import exceeds_depth, too_deep
 from ..screenplay.models import Screenplay
 from ..screenplay.validate import load_screenplay
 
 THINK_CLOSE = "</think>"
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)```", re.DOTALL)
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_FENCE_OPEN = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n")
+_IN_BRACES = re.compile(r'[{}"]')
+# A string after its opening quote, up to its closing quote or a line break; it never fails, so it
+# never backtracks.
+_STRING_REST = re.compile(r'(?:[^"\\\n]|\\[^\n])*"?')
+_JSON_START = re.compile(r"\{\s*\"")
 
 
 def _preview(text: str, n: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat[:n] + ("…" if len(flat) > n else "")
+    flat = " ".join(text[: n * 4].split())
+    return flat[:n] + ("…" if len(flat) > n or len(text) > n * 4 else "")
+
+
+@dataclass
+class _Span:
+    """A ``{`` at ``start`` and, once it is closed, the index after its ``}``."""
+
+    start: int
+    end: int = -1
+    children: list[_Span] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Found:
+    start: int
+    size: int
+    fenced: bool
+    value: Any = None  # the object, for one that parses; None for a broken one
 
 
 def extract_json_object(text: str, *, source: str = "text") -> Any:
-    """The JSON object in ``text``: the reply after any reasoning, inside a code fence if there is
-    one, else the first ``{…}`` that parses. ``InputError`` when there is none."""
+    """The JSON object in ``text`` by the rule in the module docstring. ``InputError`` when there
+    is none, or when the largest JSON in it is cut off or broken."""
     body = text
     if THINK_CLOSE in body:
         body = body.rsplit(THINK_CLOSE, 1)[1]  # the answer follows the last closed reasoning block
-    body = _THINK_BLOCK.sub("", body)
     if body.lstrip().startswith("<think>"):
         raise InputError(
             f"{source}: the reply is an unfinished <think> block with no JSON after it; the model ran "
             "out of tokens while thinking: raise its max tokens or turn thinking off"
         )
-    for fenced in _FENCE.findall(body):
-        found = _first_object(fenced, source)
-        if found is not None:
-            return found
-    found = _first_object(body, source)
-    if found is not None:
-        return found
-    raise InputError(
-        f"{source}: no JSON object in the text ({len(text)} characters, starting {_preview(text)!r}); "
-        "connect the Screenwriter's screenplay, or text that holds the screenplay JSON"
-    )
-
-
-def _first_object(text: str, source: str) -> Any | None:
-    """The first ``{…}`` in ``text`` that parses. An object that parses only because it sits
-    inside a larger one that does not (a reply cut off mid-way) is an error, not the answer."""
-    decoder = json.JSONDecoder()
-    broken: tuple[int, json.JSONDecodeError] | None = None
-    i = text.find("{")
-    while i >= 0:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError as e:
-            # "{" followed by anything but a key is prose ("{sic}"), not a broken object
-            if broken is None and e.pos > i + 1:
-                broken = (i, e)
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(value, dict):
-            if broken is not None and broken[1].pos >= end:
-                start, e = broken
-                raise InputError(
-                    f"{source}: the JSON that starts at character {start} does not parse: {e.msg} "
-                    f"(line {e.lineno} column {e.colno}); was the reply cut off?"
-                )
-            return value
-        i = text.find("{", end)
-    if broken is not None:
-        start, e = broken
+    found = _candidates(body, source)
+    if any(f.fenced and f.value is not None for f in found):
+        found = [f for f in found if f.fenced]
+    best = max(found, key=lambda f: (f.size, -f.start), default=None)
+    if best is None:
         raise InputError(
-            f"{source}: the JSON that starts at character {start} does not parse: {e.msg} "
-            f"(line {e.lineno} column {e.colno}); was the reply cut off?"
+            f"{source}: no JSON object in the text ({len(text)} characters, starting {_preview(text)!r}); "
+            "connect the Screenwriter's screenplay, or text that holds the screenplay JSON"
         )
-    return None
+    if best.value is None:
+        raise InputError(_broken(body, best.start, best.start + best.size, source))
+    return best.value
+
+
+def _candidates(text: str, source: str) -> list[_Found]:
+    """Every object of ``text`` that parses, and every broken one, by steps 2 and 4 of the rule."""
+    roots, unclosed = _spans(text)
+    fences = _fences(text)
+    found: list[_Found] = []
+
+    def fenced(start: int, end: int) -> bool:
+        k = bisect.bisect_right(fences, (start, len(text) + 1)) - 1
+        return k >= 0 and fences[k][0] <= start and end <= fences[k][1]
+
+    work = list(roots)
+    for span in unclosed:  # bottom to top: each one's closed children come before the next one
+        if _JSON_START.match(text, span.start):
+            found.append(_Found(span.start, len(text) - span.start, fenced(span.start, len(text))))
+            break  # everything after it is inside it
+        work += span.children
+    while work:
+        span = work.pop()
+        chunk = text[span.start : span.end]
+        if exceeds_depth(chunk):
+            found.append(_Found(span.start, len(chunk), fenced(span.start, span.end)))
+            continue
+        try:
+            value = json.loads(chunk)
+        except json.JSONDecodeError:
+            if _JSON_START.match(chunk):
+                found.append(_Found(span.start, len(chunk), fenced(span.start, span.end)))
+            else:
+                work += span.children  # prose in braces: an object may sit inside it
+            continue
+        found.append(_Found(span.start, len(chunk), fenced(span.start, span.end), value))
+    return found
+
+
+def _spans(text: str) -> tuple[list[_Span], list[_Span]]:
+    """The balanced ``{…}`` spans of ``text`` not inside another closed one, and the ``{`` left
+    open at the end of the text (outermost first), in one pass."""
+    roots: list[_Span] = []
+    stack: list[_Span] = []
+    pos = 0
+    while True:
+        if not stack:
+            i = text.find("{", pos)
+            if i < 0:
+                break
+            stack.append(_Span(i))
+            pos = i + 1
+            continue
+        m = _IN_BRACES.search(text, pos)
+        if m is None:
+            break
+        c, i = m.group(), m.start()
+        if c == "{":
+            stack.append(_Span(i))
+            pos = i + 1
+        elif c == "}":
+            span = stack.pop()
+            span.end = i + 1
+            (stack[-1].children if stack else roots).append(span)
+            pos = i + 1
+        else:
+            pos = _STRING_REST.match(text, i + 1).end()  # type: ignore[union-attr]
+    return roots, stack
+
+
+def _fences(text: str) -> list[tuple[int, int]]:
+    """Where the contents of each closed ````` code fence start and end, in order."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while (m := _FENCE_OPEN.search(text, pos)) is not None:
+        close = text.find("```", m.end())
+        if close < 0:
+            break
+        out.append((m.end(), close))
+        pos = close + 3
+    return out
+
+
+def _broken(text: str, start: int, end: int, source: str) -> str:
+    """Why the JSON object at ``text[start:end]`` does not parse (positions in all of ``text``);
+    worked out only for the one reported, as it counts the lines before it."""
+    chunk = text[start:end]
+    if exceeds_depth(chunk):
+        return f"{too_deep(source)} (the object at character {start})"
+    try:
+        json.loads(chunk)
+    except json.JSONDecodeError as e:
+        line = text.count("\n", 0, start) + e.lineno
+        column = e.colno + (start - text.rfind("\n", 0, start) - 1 if e.lineno == 1 else 0)
+        return (
+            f"{source}: the JSON that starts at character {start} does not parse: {e.msg} "
+            f"(line {line} column {column}); was the reply cut off?"
+        )
+    return f"{source}: the JSON that starts at character {start} does not parse; was the reply cut off?"
 
 
 def screenplay_from_text(text: str, *, source: str = "screenplay text") -> Screenplay:

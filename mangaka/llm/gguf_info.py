@@ -1,7 +1,12 @@
 """Read a GGUF file's metadata without loading the model (pure Python, no llama_cpp).
 
 Used before loading: to name the architecture, the trained context length and the chat
-template, and to refuse files llama.cpp would reject with only a generic message.
+template, and to refuse files llama.cpp would reject with only a generic message. The tensor table
+is read too, and each tensor's data checked against the file's size, so a file cut short (a
+download stopped at 50 MB) or with a damaged count is refused as damaged, never "loadable". Every
+count is checked against the bytes left before it is looped over, and arrays of arrays nest at
+most ``MAX_DEPTH`` levels (``mangaka.jsontext``), so any bytes give an answer or a
+``ModelFileError``, quickly.
 """
 
 from __future__ import annotations
@@ -13,8 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelFileError
+from ..jsontext import MAX_DEPTH
 
 GGUF_MAGIC = b"GGUF"
+DAMAGED = "this file is damaged or incomplete: download or copy it again"
+DEFAULT_ALIGNMENT = 32
+MAX_DIMS = 4  # GGML_MAX_DIMS
+# ggml type id → (elements per block, bytes per block), as gguf-py's GGML_QUANT_SIZES.
+GGML_BLOCKS: dict[int, tuple[int, int]] = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+    15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18),
+    21: (256, 110), 22: (256, 82), 23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8),
+    28: (1, 8), 29: (256, 56), 30: (1, 2), 34: (256, 54), 35: (256, 66), 39: (32, 17),
+    40: (64, 36), 41: (128, 18),
+}  # fmt: skip
 
 # value type id → (struct format, size); 8 = string, 9 = array
 _SCALARS: dict[int, tuple[str, int]] = {
@@ -31,6 +49,8 @@ _SCALARS: dict[int, tuple[str, int]] = {
     12: ("<d", 8),
 }
 _STRING, _ARRAY = 8, 9
+# The fewest bytes one value of a type takes (a string: its length; an array: type and length).
+_MIN_SIZE = {**{t: size for t, (_, size) in _SCALARS.items()}, _STRING: 8, _ARRAY: 12}
 
 
 @dataclass(frozen=True)
@@ -47,6 +67,7 @@ class GGUFInfo:
     version: int
     tensor_count: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    data_size: int = 0  # bytes of tensor data the tensor table describes (to its last tensor's end)
 
     @property
     def architecture(self) -> str:
@@ -82,20 +103,26 @@ class _Reader:
         self.pos = 0
         self.path = path
 
+    def damaged(self, what: str) -> ModelFileError:
+        return ModelFileError(f"{self.path}: {what}; {DAMAGED}")
+
     def _take(self, fmt: str, size: int) -> Any:
         if self.pos + size > len(self.buf):
-            raise ModelFileError(
-                f"{self.path}: the GGUF header is truncated; the file is incomplete "
-                "(re-download or re-copy it)"
-            )
+            raise self.damaged("the GGUF header is truncated")
         (value,) = struct.unpack_from(fmt, self.buf, self.pos)
         self.pos += size
         return value
 
+    def count(self, n: int, item_size: int, what: str) -> int:
+        """``n`` items of at least ``item_size`` bytes each, refused unless they fit in the rest."""
+        if n * item_size > len(self.buf) - self.pos:
+            raise self.damaged(f"the header lists {n} {what}, more than the file holds")
+        return n
+
     def string(self) -> str:
         n = self._take("<Q", 8)
         if self.pos + n > len(self.buf):
-            raise ModelFileError(f"{self.path}: the GGUF header is truncated; the file is incomplete")
+            raise self.damaged("the GGUF header is truncated")
         raw = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
         return raw.decode("utf-8", errors="replace")
@@ -104,16 +131,21 @@ class _Reader:
         n = self._take("<Q", 8)  # not `self.pos += self._take(…)`: that reads pos before _take moves it
         self.pos += n
 
-    def value(self, vtype: int, keep_arrays: bool) -> Any:
+    def value(self, vtype: int, keep_arrays: bool, depth: int = 0) -> Any:
         if vtype in _SCALARS:
             return self._take(*_SCALARS[vtype])
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
+            if depth >= MAX_DEPTH:
+                raise self.damaged(f"a metadata array is nested more than {MAX_DEPTH} levels deep")
             item_type = self._take("<I", 4)
             length = self._take("<Q", 8)
+            if item_type not in _MIN_SIZE:
+                raise self._unknown(item_type)
+            self.count(length, _MIN_SIZE[item_type], "array items")
             if keep_arrays:
-                return [self.value(item_type, keep_arrays) for _ in range(length)]
+                return [self.value(item_type, keep_arrays, depth + 1) for _ in range(length)]
             if item_type in _SCALARS:
                 self.pos += _SCALARS[item_type][1] * length
             elif item_type == _STRING:
@@ -121,12 +153,40 @@ class _Reader:
                     self.skip_string()
             else:
                 for _ in range(length):
-                    self.value(item_type, False)
+                    self.value(item_type, False, depth + 1)
             return ArrayInfo(item_type, length)
-        raise ModelFileError(
-            f"{self.path}: unknown GGUF value type {vtype}; the file is corrupt "
-            "or from a newer GGUF version than this reader knows"
+        raise self._unknown(vtype)
+
+    def _unknown(self, vtype: int) -> ModelFileError:
+        return ModelFileError(
+            f"{self.path}: unknown GGUF value type {vtype}; {DAMAGED}, or it is from a newer GGUF "
+            "version than this reader knows"
         )
+
+    def tensor_data_size(self, tensor_count: int, alignment: int) -> int:
+        """The bytes of tensor data the tensor table describes; a tensor that ends past the end of
+        the file, or a table that does not fit in it, is damage."""
+        self.count(tensor_count, 24, "tensors")  # name length, dimensions, type, offset
+        end = 0
+        for _ in range(tensor_count):
+            name = self.string()
+            n_dims = self._take("<I", 4)
+            if n_dims > MAX_DIMS:
+                raise self.damaged(f"tensor {name!r} has {n_dims} dimensions (at most {MAX_DIMS})")
+            elements = 1
+            for _ in range(n_dims):
+                elements *= self._take("<Q", 8)
+            ggml_type = self._take("<I", 4)
+            offset = self._take("<Q", 8)
+            block, size = GGML_BLOCKS.get(ggml_type, (1, 0))  # a newer type: its offset is checked
+            end = max(end, offset + -(-elements // block) * size)
+        start = -(-self.pos // alignment) * alignment
+        if end and start + end > len(self.buf):  # no tensors (a vocabulary-only file): no data, no padding
+            raise self.damaged(
+                f"its tensors need {start + end} bytes but the file has {len(self.buf)} "
+                f"({(start + end - len(self.buf)) / 2**20:.1f} MiB missing)"
+            )
+        return end
 
 
 def read_gguf_info(path: str | Path, keep_arrays: frozenset[str] = frozenset()) -> GGUFInfo:
@@ -156,10 +216,14 @@ def read_gguf_info(path: str | Path, keep_arrays: frozenset[str] = frozenset()) 
         if version not in (2, 3):
             raise ModelFileError(f"{path}: GGUF version {version} is not supported (expected 2 or 3)")
         tensor_count = reader._take("<Q", 8)
-        kv_count = reader._take("<Q", 8)
+        kv_count = reader.count(reader._take("<Q", 8), 13, "metadata entries")
         meta: dict[str, Any] = {}
         for _ in range(kv_count):
             key = reader.string()
             vtype = reader._take("<I", 4)
             meta[key] = reader.value(vtype, key in keep_arrays)
-    return GGUFInfo(path=path, version=version, tensor_count=tensor_count, metadata=meta)
+        alignment = meta.get("general.alignment", DEFAULT_ALIGNMENT)
+        if not isinstance(alignment, int) or isinstance(alignment, bool) or not 0 < alignment <= 2**20:
+            raise reader.damaged(f"general.alignment is {alignment!r}")
+        data_size = reader.tensor_data_size(tensor_count, alignment)
+    return GGUFInfo(path, version, tensor_count, meta, data_size)

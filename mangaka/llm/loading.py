@@ -206,6 +206,12 @@ def gguf_header(path: str | Path) -> GGUFInfo:
     return _header(str(path.resolve()), st.st_size, st.st_mtime_ns)
 
 
+def effective_n_ctx(info: GGUFInfo, n_ctx: int) -> int:
+    """The context a model is loaded with: ``n_ctx``, capped at the model's trained length."""
+    trained = info.context_length
+    return min(n_ctx, trained) if trained and trained > 0 else n_ctx
+
+
 def check_model_file(path: str | Path) -> GGUFInfo:
     """Check, without loading, that ``path`` is a GGUF model the installed llama.cpp can load."""
     path = Path(path)
@@ -276,11 +282,9 @@ def _load(
 ) -> LoadedModel:
     llama_cpp = import_llama_cpp()
     progress = LoadProgress(llama_cpp, on_progress, cancel)
-    trained = info.context_length
-    n_ctx = options.n_ctx
-    if trained and n_ctx > trained:
-        log.info("context %d is above %s's trained length %d; using %d", n_ctx, path.name, trained, trained)
-        n_ctx = trained
+    n_ctx = effective_n_ctx(info, options.n_ctx)
+    if n_ctx < options.n_ctx:
+        log.info("context %d is above %s's trained length %d; using it", options.n_ctx, path.name, n_ctx)
     started = time.monotonic()
     try:
         with flash_attn_type(llama_cpp, options.flash_attn), progress.installed():

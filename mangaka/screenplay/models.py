@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
@@ -96,6 +97,17 @@ def _text(max_length: int, min_length: int = 1) -> StringConstraints:
 Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID, pattern=ID_PATTERN)]
 
 
+def _json_number(value: Any) -> Any:
+    """A number as JSON Schema reads one: ``true`` and ``"2"`` are not (pydantic's lax mode would
+    take them as 1 and 2), ``2.0`` is. So the models accept exactly what the schema accepts."""
+    if isinstance(value, (bool, str, bytes)):
+        raise ValueError(f"must be a number, not {type(value).__name__} {value!r}")
+    return value
+
+
+JsonNumber = BeforeValidator(_json_number)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -136,7 +148,7 @@ class Panel(_Strict):
     dialogue: list[Id] = Field(
         max_length=MAX_SCENE_DIALOGUE, description="Ids of the lines in this panel, in order."
     )
-    scene: int = Field(
+    scene: Annotated[int, JsonNumber] = Field(
         1,
         ge=1,
         le=MAX_SCENES,
@@ -148,7 +160,7 @@ class Panel(_Strict):
 class Screenplay(_Strict):
     """A chapter as a manga screenplay: the cast, the dialogue, and the panels that carry it."""
 
-    version: Literal[1] = Field(description="Contract version of this format.")
+    version: Annotated[Literal[1], JsonNumber] = Field(description="Contract version of this format.")
     title: Annotated[str, _text(MAX_TITLE)]
     language: Language = Field(description="Language of names, lines and descriptions.")
     characters: list[Character] = Field(min_length=1, max_length=MAX_CAST)

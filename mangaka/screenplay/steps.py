@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
 from ..llm.base import LLM, CallContext, Message, Usage
 from ..llm.budget import json_token_budget
 from ..prompts import prompt
-from ..structured import Attempt, generate_json, json_path
+from ..structured import Attempt, generate_json, json_path, model_problems
 from .bible import SeriesBible
 from .models import (
     ANGLES,
@@ -46,6 +46,12 @@ LANGUAGE_NAMES = {
     "en": {"en": "English", "zh": "Simplified Chinese", "ja": "Japanese"},
     "zh": {"en": "英文", "zh": "简体中文", "ja": "日文"},
 }
+
+
+class _Cast(BaseModel):
+    """The cast call's reply as the models read it (its schema is ``cast_call_schema``)."""
+
+    characters: list[Character]
 
 
 def check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
@@ -272,7 +278,7 @@ def cast_step(
         prompts.messages(task),
         cast_call_schema(request.max_characters),
         repair=repair_cast,
-        validate=lambda d: cast_problems(d["characters"]),
+        validate=lambda d: cast_problems(d["characters"]) or model_problems(_Cast, d),
         max_attempts=request.max_attempts,
         max_tokens=budget,
         sampling=request.sampling_settings,

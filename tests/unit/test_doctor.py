@@ -229,3 +229,50 @@ def test_on_a_cpu_only_build_the_checkpoint_is_checked_against_ram(tiny, tmp_pat
     assert found["with checkpoint"].severity == "ok" and "RAM" in found["with checkpoint"].message
     without_model = by_topic(diagnose(None, 4096, system, [CPU], checkpoint=read_checkpoint("6.5")))
     assert "give --model" in without_model["with checkpoint"].message
+
+
+# --- issue 19: files that are not loadable, and option values that are not contexts ---------------
+
+
+def _damaged(tiny: Path, tmp_path: Path) -> dict[str, Path]:
+    whole = tiny.read_bytes()
+    cut = tmp_path / "first-half.gguf"  # as a download stopped at 50 MB of a bigger file
+    cut.write_bytes(whole[: len(whole) // 2])
+    patched = bytearray(whole)
+    patched[8:16] = (2**63 - 1).to_bytes(8, "little")  # the tensor count
+    counted = tmp_path / "count.gguf"
+    counted.write_bytes(bytes(patched))
+    return {"truncated": cut, "tensor count": counted}
+
+
+@pytest.mark.parametrize("kind", ["truncated", "tensor count"])
+def test_a_damaged_model_is_an_error_saying_so_not_loadable(kind, tiny, tmp_path):
+    model = _damaged(tiny, tmp_path)[kind]
+    report = diagnose(model, 4096, fake_system(tmp_path, ["performance"], 1, 8 << 20))
+    finding = by_topic(report)["model"]
+    assert finding.severity == "error" and "loadable" not in finding.message
+    assert "this file is damaged or incomplete" in finding.message
+    assert "download or copy it again" in finding.advice and "rebuild" not in finding.advice
+    assert report.worst == "error"
+
+
+def test_a_complete_model_is_loadable(tiny, tmp_path):
+    finding = by_topic(diagnose(tiny, 4096, fake_system(tmp_path, ["performance"], 1, 8 << 20)))["model"]
+    assert finding.severity == "ok" and "complete, loadable" in finding.message
+
+
+@pytest.mark.parametrize("ctx", [-5, 0, 511, 262145])
+def test_a_context_out_of_the_load_llm_range_is_refused(ctx, tmp_path):
+    with pytest.raises(
+        InputError, match=rf"--ctx: context \(n_ctx\) must be from 512 to 262144 tokens, got {ctx}"
+    ):
+        diagnose(None, ctx, fake_system(tmp_path, ["performance"], 1, 8 << 20))
+
+
+def test_the_memory_estimate_uses_the_trained_context_cap_as_write_does(tmp_path):
+    model = write_model(tmp_path / "short.gguf", "qwen35moe", context_length=4096)
+    report = by_topic(diagnose(model, 32768, fake_system(tmp_path, ["performance"], 1, 8 << 20)))
+    assert "trained on 4096 tokens, so it loads with 4096" in report["context"].message
+    assert "at 4096 tokens needs" in report["memory"].message
+    weights, kv = memory_needed(model, 4096)
+    assert f"{(weights + kv) / 2**30:.2f} GiB" in report["memory"].message

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import struct
+
 import gguf
 import pytest
 
+from mangaka.devtools.tiny_models import write_model
 from mangaka.errors import ModelFileError
 from mangaka.llm.gguf_info import ArrayInfo, read_gguf_info
 
@@ -58,3 +61,55 @@ def test_truncated_header(tmp_path):
     cut.write_bytes(whole[:200])
     with pytest.raises(ModelFileError, match="truncated"):
         read_gguf_info(cut)
+
+
+# --- issue 19: hostile headers -------------------------------------------------------------------
+
+
+def gguf_bytes(kv: bytes = b"", kv_count: int = 0, tensor_count: int = 0) -> bytes:
+    return b"GGUF" + struct.pack("<IQQ", 3, tensor_count, kv_count) + kv
+
+
+def _key(name: str) -> bytes:
+    return struct.pack("<Q", len(name)) + name.encode()
+
+
+def test_an_array_of_arrays_5000_levels_deep_is_damage_not_a_recursion_error(tmp_path):
+    nested = struct.pack("<IQ", 9, 1) * 5000 + struct.pack("<IQ", 4, 0)  # item type, length, …
+    path = tmp_path / "deep.gguf"
+    path.write_bytes(gguf_bytes(_key("x") + struct.pack("<I", 9) + nested, kv_count=1))
+    for keep in (frozenset(), frozenset({"x"})):
+        with pytest.raises(ModelFileError, match="nested more than 64 levels deep; this file is damaged"):
+            read_gguf_info(path, keep_arrays=keep)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _key("x") + struct.pack("<IIQ", 9, 9, 2**62),  # 2^62 arrays: looped over, it never ends
+        _key("x") + struct.pack("<IIQ", 9, 8, 2**40),  # 2^40 strings
+        _key("x") + struct.pack("<IIQ", 9, 4, 2**40),  # 2^40 numbers
+    ],
+    ids=["arrays", "strings", "numbers"],
+)
+def test_a_count_larger_than_the_file_is_damage_found_at_once(body, tmp_path):
+    path = tmp_path / "count.gguf"
+    path.write_bytes(gguf_bytes(body, kv_count=1) + b"\0" * 64)
+    with pytest.raises(ModelFileError, match="this file is damaged or incomplete"):
+        read_gguf_info(path, keep_arrays=frozenset({"x"}))
+
+
+def test_tensor_data_past_the_end_of_the_file_is_damage(tmp_path):
+    whole = write_model(tmp_path / "tiny.gguf", "qwen35moe")
+    assert read_gguf_info(whole).data_size > 0
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(whole.read_bytes()[:-1])  # one byte short
+    with pytest.raises(ModelFileError, match=r"its tensors need \d+ bytes but the file has \d+"):
+        read_gguf_info(cut)
+
+
+def test_a_vocabulary_only_file_without_padding_after_its_metadata_is_complete(tmp_path):
+    # llama.cpp's ggml-vocab-*.gguf: no tensors, and the file ends right after the metadata
+    path = tmp_path / "vocab.gguf"
+    path.write_bytes(gguf_bytes(_key("general.architecture") + struct.pack("<I", 8) + _key("llama"), 1))
+    assert read_gguf_info(path).architecture == "llama"

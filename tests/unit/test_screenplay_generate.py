@@ -587,3 +587,20 @@ def test_a_cancelled_context_stops_before_the_first_try():
     with pytest.raises(Cancelled, match="interrupted before try 1"):
         generate_json(llm, MESSAGES, SCHEMA, context=CallContext(cancel=lambda: True))
     assert llm.calls == []
+
+
+def test_a_lone_surrogate_from_a_server_without_the_grammar_is_retried_with_feedback():
+    # Issue 19: a remote server that does not enforce the grammar sent "\ud800"; the schema let it
+    # through and the models raised pydantic's ValidationError from write_screenplay.
+    bad = script(["p1", "p2", "p2", "p3"])
+    bad["dialogue"][0]["line"] = "Did we miss it? \ud800"
+    bad_cast = copy.deepcopy(CAST)
+    bad_cast["characters"][0]["name"] = "Akira\udfff"
+    llm = FakeScriptedLLM(bad_cast, CAST, bad, script(["p1", "p2", "p2", "p3"]))
+    result = write_screenplay(llm, CHAPTER, panels=3, dialogue=4)
+    assert [bool(a.problems) for a in result.attempts] == [True, False, True, False]
+    assert result.attempts[0].problems == [
+        "characters[0].name: holds a lone surrogate (\\udfff), which is not a character; "
+        "write the text itself, as UTF-8"
+    ]
+    assert "dialogue[0].line: holds a lone surrogate (\\ud800)" in llm.calls[3]["messages"][-1]["content"]

@@ -196,6 +196,8 @@ def read_gguf_info(path: str | Path, keep_arrays: frozenset[str] = frozenset()) 
     Raises ``ModelFileError`` naming the file when it is missing, empty or not GGUF.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ModelFileError(f"model file {path} is a folder; give the .gguf file inside it")
     if not path.is_file():
         raise ModelFileError(f"model file {path} not found")
     size = path.stat().st_size

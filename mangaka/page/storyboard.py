@@ -22,6 +22,7 @@ from PIL import Image, ImageDraw
 from ..errors import InputError
 from ..prompts import PROMPTS_DIR
 from ..screenplay.models import NARRATOR, Panel, Screenplay
+from ..screenplay.validate import screenplay_model
 from .fonts import ellipsize, load_font, missing_glyphs, text_width, wrap
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class CardLayout:
 def _as_screenplay(screenplay: dict[str, Any] | Screenplay) -> Screenplay:
     if isinstance(screenplay, Screenplay):
         return screenplay
-    return Screenplay.model_validate(screenplay)
+    return screenplay_model(screenplay)  # an InputError naming each field, never pydantic's error
 
 
 def _check_size(width: int, height: int) -> None:
@@ -107,7 +108,7 @@ def render_storyboard(
 ) -> list[Image.Image]:
     """One RGB sketch card per panel, in reading order, all ``width`` x ``height`` (so they batch).
 
-    A dict is validated with ``Screenplay.model_validate`` (pydantic's ValidationError if invalid).
+    A dict is validated against the models (``InputError`` naming each bad field).
     """
     sp = _as_screenplay(screenplay)
     _check_size(width, height)

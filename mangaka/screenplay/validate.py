@@ -165,8 +165,14 @@ def load_screenplay(
         listed = "\n".join(f"- {p}" for p in problems[:30])
         more = f"\n- … and {len(problems) - 30} more" if len(problems) > 30 else ""
         raise InputError(f"{source} is not a valid screenplay ({len(problems)} problems):\n{listed}{more}")
+    return screenplay_model(data, source)  # the schema and the models agree (a property test says so)
+
+
+def screenplay_model(data: Any, source: str = "screenplay") -> Screenplay:
+    """``Screenplay.model_validate(data)`` with pydantic's error as an ``InputError`` listing the paths
+    (no repair and no semantic checks: for code that draws what it is given)."""
     try:
         return Screenplay.model_validate(data)
-    except ValidationError as e:  # the schema and the models agree (a property test says so)
+    except ValidationError as e:
         listed = "\n".join(f"- {json_path(err['loc'])}: {err['msg']}" for err in e.errors()[:30])
         raise InputError(f"{source} is not a valid screenplay:\n{listed}") from None

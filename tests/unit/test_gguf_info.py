@@ -113,3 +113,11 @@ def test_a_vocabulary_only_file_without_padding_after_its_metadata_is_complete(t
     path = tmp_path / "vocab.gguf"
     path.write_bytes(gguf_bytes(_key("general.architecture") + struct.pack("<I", 8) + _key("llama"), 1))
     assert read_gguf_info(path).architecture == "llama"
+
+
+def test_a_folder_given_as_the_model_is_said_to_be_a_folder(tmp_path):
+    from mangaka.errors import ModelFileError
+    from mangaka.llm.gguf_info import read_gguf_info
+
+    with pytest.raises(ModelFileError, match="is a folder; give the .gguf file inside it"):
+        read_gguf_info(tmp_path)

@@ -119,5 +119,5 @@ def test_a_folder_given_as_the_model_is_said_to_be_a_folder(tmp_path):
     from mangaka.errors import ModelFileError
     from mangaka.llm.gguf_info import read_gguf_info
 
-    with pytest.raises(ModelFileError, match="is a folder; give the .gguf file inside it"):
+    with pytest.raises(ModelFileError, match=r"is a folder; give the \.gguf file inside it"):
         read_gguf_info(tmp_path)

@@ -1,4 +1,5 @@
-"""Shared test setup: each test gets the marker of its tier folder (unit, model, comfy, bench, native)."""
+"""Shared test setup: each test gets the marker of its tier folder (unit, model, comfy, bench, native,
+lora)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-TIERS = ("unit", "model", "comfy", "bench", "native")
+TIERS = ("unit", "model", "comfy", "bench", "native", "lora")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

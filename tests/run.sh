@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README): sets up .venv (cached llama-cpp-python wheel) and a real ComfyUI
 # (cached outside the checkout) and Debian's chromium when run as root, the emulation tools of the
-# native checks, lints, then runs every tier: unit, model, comfy (with the browser test), bench,
-# native. With MANGAKA_LOONGARCH=1 (.ci/run sets it) it also builds llama.cpp for loongarch64
+# native checks, the LoRA Python (.venv-lora), lints, then runs every tier: unit, model, comfy (with
+# the browser test), bench, native, lora. With MANGAKA_LOONGARCH=1 (.ci/run sets it) it also builds llama.cpp for loongarch64
 # (cached; about 15 minutes cold, in the background) and the LoongArch test runs.
 #   bash tests/run.sh [pytest args…]
 set -euo pipefail
@@ -42,6 +42,16 @@ if [ "${MANGAKA_LOONGARCH:-}" = 1 ]; then
   trap '[ -z "$la_pid" ] || kill -- -"$la_pid" 2>/dev/null || true' EXIT
 fi
 .venv/bin/python tests/comfy_env.py
+# The LoRA Python (torch, transformers, peft: lora/requirements.txt) for the lora tier, beside the
+# pack's .venv, which never has torch; remade when lora/requirements.txt changes.
+lora_key=$(sha256sum lora/requirements.txt | cut -c1-16)
+if [ ! -f .venv-lora/.complete-"$lora_key" ]; then
+  rm -rf .venv-lora
+  "${PYTHON:-python3}" -m venv .venv-lora
+  .venv-lora/bin/python -m pip install --quiet -r lora/requirements.txt
+  touch .venv-lora/.complete-"$lora_key"
+fi
+export MANGAKA_LORA_PYTHON="$root/.venv-lora/bin/python"
 # llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
 # linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server.
 .venv/bin/python native/llama_server.py >/dev/null

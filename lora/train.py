@@ -1,0 +1,306 @@
+"""Train the manga LoRA on a ``python -m mangaka dataset`` set, convert it to a GGUF LoRA, and
+write its manifest::
+
+    python lora/train.py --base Qwen3.5-35B-A3B/ --data lora-set/ --out models/llm_loras/manga.gguf
+
+* **Base**: the Hugging Face weights of the GGUF model the LoRA will be attached to
+  (``Qwen3_5MoeForCausalLM``); the GGUF LoRA is converted against it with llama.cpp's own
+  converter (``lora/convert.py``).
+* **Targets** (``--targets``): by default every linear layer outside the routed experts: the
+  full-attention projections (``q_proj k_proj v_proj o_proj``), the linear-attention (Gated
+  DeltaNet) projections (``in_proj_qkv in_proj_z out_proj``) and the shared expert
+  (``gate_proj up_proj down_proj``). The routed experts are fused 3-D parameters, not linear
+  modules: PEFT's module LoRA cannot target them, so they stay as they are.
+* **Loss** on the assistant's tokens only (the JSON answer and its end-of-turn token); the
+  prompt is rendered with the base tokenizer's chat template with thinking off, as inference does.
+  An example longer than ``--max-tokens`` is skipped and counted, never cut.
+* **Output**: ``OUT`` (the GGUF LoRA) and ``OUT.manifest.json`` (base, rank, targets, dataset
+  card, settings, losses), written together at the end; checkpoints (PEFT adapters) in
+  ``OUT.checkpoints/step-N`` every ``--checkpoint-every`` steps. A progress bar shows the loss.
+* **Memory**: the base's weights in bf16 on a GPU (Qwen3.5-35B-A3B: about 70 GB, so an 80 GB
+  card; or 8-bit/4-bit loading, not offered here) plus activations for ``--max-tokens``; on a CPU
+  only small models train (``--device cpu`` refuses a base over ``CPU_LIMIT_GB``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import convert  # lora/convert.py, beside this file
+
+log = logging.getLogger("mangaka.lora")
+
+MANIFEST_VERSION = 1
+DEFAULT_TARGETS = (
+    "q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkv", "in_proj_z", "out_proj",
+    "gate_proj", "up_proj", "down_proj",
+)  # fmt: skip
+CPU_LIMIT_GB = 8.0
+
+
+class TrainError(Exception):
+    """Training cannot go on; the message names the input or setting and the fix."""
+
+
+def check_inputs(args: argparse.Namespace) -> dict:
+    """Every input, before anything heavy is imported or loaded; returns the dataset card."""
+    config = convert.base_config(args.base)
+    del config
+    card_path, train_path = args.data / "card.json", args.data / "train.jsonl"
+    if not card_path.is_file() or not train_path.is_file():
+        raise TrainError(
+            f"--data {args.data} is not a dataset (no card.json and train.jsonl); make one with "
+            "`python -m mangaka dataset PAIRS_DIR -o DIR`"
+        )
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    if not card.get("examples", {}).get("train"):
+        raise TrainError(
+            f"--data {args.data} has no training examples; add approved pairs and export it again"
+        )
+    if args.out.suffix != ".gguf":
+        raise TrainError(f"--out {args.out} must be a .gguf file (for models/llm_loras/)")
+    for path in (args.out, manifest_path(args.out)):
+        if path.exists():
+            raise TrainError(f"{path} exists; give a new --out (a LoRA is never overwritten)")
+    if not args.out.parent.is_dir():
+        raise TrainError(f"--out: folder {args.out.parent} does not exist; create it first")
+    for name, value, low in (
+        ("--rank", args.rank, 1),
+        ("--epochs", args.epochs, 1),
+        ("--max-tokens", args.max_tokens, 64),
+    ):
+        if value < low:
+            raise TrainError(f"{name} must be at least {low}, got {value}")
+    if not args.lr > 0 or not math.isfinite(args.lr):
+        raise TrainError(f"--lr must be a positive number, got {args.lr}")
+    return card
+
+
+def manifest_path(out: Path) -> Path:
+    return out.with_name(out.name + ".manifest.json")
+
+
+def weights_gb(base: Path) -> float:
+    """The base's weight files in GB (bf16 on disk for Qwen3.5)."""
+    return sum(p.stat().st_size for p in base.glob("*.safetensors")) / 1e9
+
+
+def load_examples(path: Path, tokenizer, max_tokens: int) -> tuple[list[tuple[list[int], int]], int]:
+    """Each example as (token ids, prompt length); the skipped count (longer than ``max_tokens``)."""
+    out, skipped = [], 0
+    end = tokenizer.eos_token or ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        messages = json.loads(line)["messages"]
+        prompt_text = tokenizer.apply_chat_template(
+            messages[:-1], tokenize=False, add_generation_prompt=True, enable_thinking=False
+        )
+        prompt = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+        answer = tokenizer(messages[-1]["content"] + end, add_special_tokens=False)["input_ids"]
+        if len(prompt) + len(answer) > max_tokens:
+            skipped += 1
+            continue
+        out.append((list(prompt) + list(answer), len(prompt)))
+    return out, skipped
+
+
+def train(args: argparse.Namespace) -> dict:
+    card = check_inputs(args)
+    try:
+        import torch
+        from peft import LoraConfig, get_peft_model
+        from tqdm import tqdm
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise TrainError(
+            f"lora/train.py needs torch, transformers and peft ({exc.name} is missing): "
+            "pip install -r lora/requirements.txt"
+        ) from None
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    size = weights_gb(args.base)
+    if device == "cpu" and size > CPU_LIMIT_GB:
+        raise TrainError(
+            f"--base {args.base} has {size:.0f} GB of weights: train it on a GPU with at least "
+            f"{size * 1.15 + 6:.0f} GB of memory (--device cuda); a CPU trains small models only"
+        )
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    tokenizer = AutoTokenizer.from_pretrained(args.base)
+    model = AutoModelForCausalLM.from_pretrained(args.base, dtype=dtype).to(device)
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    targets = [t for t in args.targets.split(",") if t]
+    missing = [t for t in targets if t not in present]
+    if missing:
+        raise TrainError(
+            f"--targets {', '.join(missing)}: no such layer in {args.base}; "
+            f"choose from {', '.join(DEFAULT_TARGETS)}"
+        )
+    model = get_peft_model(
+        model, LoraConfig(r=args.rank, lora_alpha=args.alpha, target_modules=targets, lora_dropout=0.0)
+    )
+    train_set, skipped = load_examples(args.data / "train.jsonl", tokenizer, args.max_tokens)
+    val_path = args.data / "val.jsonl"
+    val_set, _ = load_examples(val_path, tokenizer, args.max_tokens) if val_path.is_file() else ([], 0)
+    if skipped:
+        log.warning(
+            "%d training examples are longer than --max-tokens %d and were left out", skipped, args.max_tokens
+        )
+    if not train_set:
+        raise TrainError(f"every training example is longer than --max-tokens {args.max_tokens}; raise it")
+    steps = args.max_steps or args.epochs * len(train_set)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+
+    def loss_of(ids: list[int], prompt_len: int):
+        x = torch.tensor([ids], device=device)
+        labels = x.clone()
+        labels[0, :prompt_len] = -100
+        return model(input_ids=x, labels=labels).loss
+
+    losses: list[float] = []
+    order: list[int] = []
+    checkpoints = args.out.with_name(args.out.name + ".checkpoints")
+    started = time.monotonic()
+    bar = tqdm(total=steps, desc="training", unit="step", file=sys.stderr)
+    try:
+        model.train()
+        for step in range(1, steps + 1):
+            if not order:
+                order = list(range(len(train_set)))
+                random.shuffle(order)
+            ids, prompt_len = train_set[order.pop()]
+            loss = loss_of(ids, prompt_len)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optim.step()
+            optim.zero_grad()
+            losses.append(float(loss.detach()))
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+            bar.update(1)
+            if args.checkpoint_every and step % args.checkpoint_every == 0 and step < steps:
+                model.save_pretrained(checkpoints / f"step-{step}")
+    except torch.cuda.OutOfMemoryError:
+        raise TrainError(
+            f"out of GPU memory at step {len(losses) + 1}: lower --max-tokens (now {args.max_tokens}) or "
+            f"--rank (now {args.rank})"
+        ) from None
+    finally:
+        bar.close()
+    model.eval()
+    with torch.no_grad():
+        val_loss = sum(float(loss_of(i, p)) for i, p in val_set) / len(val_set) if val_set else None
+    seconds = time.monotonic() - started
+    log.info(
+        "trained %d steps in %.0f s: loss %.3f → %.3f%s", steps, seconds, losses[0], losses[-1],
+        f", validation {val_loss:.3f}" if val_loss is not None else "",
+    )  # fmt: skip
+    if args.keep_checkpoints:  # the final PEFT adapter too, as checkpoints/final
+        model.save_pretrained(checkpoints / "final")
+        convert.convert_lora(checkpoints / "final", args.base, args.out)
+    else:
+        with tempfile.TemporaryDirectory(dir=args.out.parent, prefix=".adapter-") as tmp:
+            model.save_pretrained(tmp)
+            convert.convert_lora(Path(tmp), args.base, args.out)
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "lora": args.out.name,
+        "base": {
+            "folder": args.base.name,
+            "architecture": convert.base_config(args.base).get("architectures", [None])[0],
+            "config_sha256": hashlib.sha256((args.base / "config.json").read_bytes()).hexdigest(),
+            "weights_gb": round(size, 3),
+        },
+        "adapter": {"rank": args.rank, "alpha": args.alpha, "targets": targets},
+        "training": {
+            "steps": steps,
+            "epochs": args.epochs,
+            "learning_rate": args.lr,
+            "max_tokens": args.max_tokens,
+            "seed": args.seed,
+            "device": device,
+            "dtype": str(dtype).replace("torch.", ""),
+            "seconds": round(seconds, 1),
+            "examples": len(train_set),
+            "skipped_too_long": skipped,
+            "loss_first": round(losses[0], 4),
+            "loss_last": round(losses[-1], 4),
+            "loss_validation": round(val_loss, 4) if val_loss is not None else None,
+        },
+        "dataset": card,
+        "eval": None,
+    }
+    text = json.dumps(manifest, ensure_ascii=False, indent=2) + "\n"
+    part = manifest_path(args.out).with_name("." + manifest_path(args.out).name + ".part")
+    try:
+        part.write_text(text, encoding="utf-8")
+        os.replace(part, manifest_path(args.out))
+    except OSError:
+        args.out.unlink(missing_ok=True)  # the LoRA and its manifest come together, or not at all
+        part.unlink(missing_ok=True)
+        raise
+    if checkpoints.exists() and not args.keep_checkpoints:
+        shutil.rmtree(checkpoints)
+    return manifest
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python lora/train.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--base", type=Path, required=True, help="the base model's Hugging Face folder")
+    p.add_argument("--data", type=Path, required=True, help="a `python -m mangaka dataset` folder")
+    p.add_argument(
+        "--out", type=Path, required=True, help="the GGUF LoRA to write (models/llm_loras/NAME.gguf)"
+    )
+    p.add_argument("--rank", type=int, default=16)
+    p.add_argument("--alpha", type=float, default=32.0)
+    p.add_argument("--targets", default=",".join(DEFAULT_TARGETS), help="layer names, comma-separated")
+    p.add_argument("--lr", type=float, default=2e-4)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: the epochs)")
+    p.add_argument(
+        "--max-tokens", type=int, default=8192, help="longest example kept (longer ones are skipped)"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
+    p.add_argument(
+        "--checkpoint-every", type=int, default=100, help="save the adapter every N steps (0: never)"
+    )
+    p.add_argument(
+        "--keep-checkpoints",
+        action="store_true",
+        help="keep OUT.checkpoints/ (and the final PEFT adapter in it)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        manifest = train(args)
+    except (TrainError, convert.ConvertError) as exc:
+        log.error("%s", exc)
+        return 1
+    except KeyboardInterrupt:
+        log.error("interrupted: nothing was written but the checkpoints")
+        return 130
+    log.info("wrote %s and %s", args.out, manifest_path(args.out).name)
+    del manifest
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

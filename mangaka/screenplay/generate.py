@@ -41,6 +41,7 @@ from .models import (
 )
 from .request import ScreenplayRequest, check_chapter
 from .scenes import (
+    CAST_LINE_CHARS,
     MAX_OVERLAP_CHARS,
     MAX_SUMMARY_CHARS,
     OUTPUT_TOKENS_PER_LINE,
@@ -194,7 +195,7 @@ def plan_scenes(llm: LLM, chapter: str, request: ScreenplayRequest) -> list[Scen
     if room is not None and room <= 0:
         raise InputError(
             f"chapter: does not fit a context of {llm.n_ctx} tokens, and no scene would: the prompt "
-            f"alone takes {fits.overhead} tokens and one panel's answer {fits.reserve(1, 1)}; load the "
+            f"alone takes {fits.scene_overhead} tokens and one panel's answer {fits.reserve(1, 1)}; load the "
             "model with a larger context"
         )
     limit = float(min(request.scene_chars or len(chapter), len(chapter)))
@@ -223,18 +224,26 @@ def plan_scenes(llm: LLM, chapter: str, request: ScreenplayRequest) -> list[Scen
 
 
 class _Fit:
-    """Whether a call's prompt and its output's room fit the context, by counting tokens."""
+    """Whether a call's prompt and its output's room fit the context, by counting tokens.
+
+    The prompt is measured with the script task and a stand-in for the cast listing
+    (``CAST_LINE_CHARS`` of the chapter's own text per character, so its token density is the
+    chapter's); a scene's prompt also holds the story so far and the end of the scene before."""
 
     def __init__(self, llm: LLM, request: ScreenplayRequest, chapter: str) -> None:
         self.llm, self.n_ctx = llm, llm.n_ctx
         self._base = 0
-        self.overhead = 0
+        self.overhead = 0  # the prompt of a whole-chapter call, less the chapter
+        self.scene_overhead = 0  # the same for a scene, with its note, story so far and overlap
         if self.n_ctx:
-            sample = chapter[: request.max_characters * 100 + MAX_SUMMARY_CHARS + MAX_OVERLAP_CHARS]
+            cast = chapter[: request.max_characters * CAST_LINE_CHARS]
+            story = chapter[: MAX_SUMMARY_CHARS + MAX_OVERLAP_CHARS]
             prompts = Prompts.build(replace(request, panels=1, dialogue=1), "x")
-            messages = prompts.messages(script_task(prompts, [], 1, 1) + sample)
+            task = script_task(prompts, [], 1, 1) + cast
             self._base = llm.count_tokens([{"role": "user", "content": ""}])
-            self.overhead = llm.count_tokens(messages)
+            self.overhead = llm.count_tokens(prompts.messages(task))
+            scene = prompts.with_story_so_far(story, "", 2, 2)
+            self.scene_overhead = llm.count_tokens(scene.messages(task))
 
     @staticmethod
     def reserve(panels: int, dialogue: int) -> int:
@@ -251,11 +260,12 @@ class _Fit:
         return not self.n_ctx or need <= self.n_ctx
 
     def paragraph_room(self) -> float | None:
-        """Tokens one paragraph may have: the context less the prompt and one panel's room."""
-        return float(self.n_ctx - self.overhead - self.reserve(1, 1)) if self.n_ctx else None
+        """Tokens one paragraph may have: the context less a scene's prompt and one panel's room."""
+        return float(self.n_ctx - self.scene_overhead - self.reserve(1, 1)) if self.n_ctx else None
 
     def scene(self, scene: Scene, panels: int, dialogue: int) -> bool:
-        return self.whole(scene.text, panels, dialogue)
+        need = self.scene_overhead + self.tokens(scene.text) + self.reserve(panels, dialogue)
+        return not self.n_ctx or need <= self.n_ctx
 
 
 def _write_scenes(

@@ -46,6 +46,9 @@ DEFAULT_SCENE_CHARS = 8000
 OVERLAP_SENTENCES = 2
 MAX_OVERLAP_CHARS = 300
 MAX_SUMMARY_CHARS = 600
+CAST_LINE_CHARS = (
+    60  # a cast listing line ("- id: name — look"), for sizing a prompt before the cast is known
+)
 # Room kept for a scene's output, per panel and per line: a generous figure for a real model's JSON
 # (a random-weight model writes longer strings, and gets whatever room is left).
 OUTPUT_TOKENS_PER_PANEL = 400

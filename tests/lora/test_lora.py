@@ -111,3 +111,10 @@ def test_a_lora_trained_on_an_exported_dataset_converts_attaches_and_agrees(base
     _, lora_text = pack_greedy(gguf, out)
     assert lora_text.strip() != base_text.strip()  # the LoRA changes what the model writes
     assert hf_greedy(python, hf, ids, final).strip() == lora_text.strip()
+    # and the eval compares the two: the base (a) against the base with the LoRA (b)
+    report = run(sys.executable, "-m", "mangaka", "eval", "gold", "--model", str(gguf), "--chapters", "en3",
+                 "--seeds", "1", "--panels", "2", "--dialogue", "2", "--threads", "1",
+                 "--compare", f"lora={out}", "--json", "--out", str(tmp_path / "eval"))  # fmt: skip
+    configs = json.loads(report.stdout)["configs"]
+    assert configs["a"]["settings"]["lora"] is None and configs["b"]["settings"]["lora"] == str(out)
+    assert all(configs[k]["mean"]["valid"]["mean"] == 1.0 for k in "ab")

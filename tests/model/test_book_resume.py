@@ -16,22 +16,9 @@ import time
 from pathlib import Path
 
 from mangaka.devtools.tiny_models import write_model
+from tests.model.test_bible import BOOK
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOK = """The Salt Road
-
-Chapter 1: The Well
-
-Mara drew water from the village well at dawn. "The rope is fraying," she told the goat.
-
-Chapter 2: The Stranger
-
-Mara met a stranger called Ilse at the gate. "Is this the salt road?" Ilse asked. Mara nodded.
-
-Chapter 3: The Market
-
-Mara and Ilse walked to the market together. "Buy only what you can carry," Mara said.
-"""
 LOOK = "hand-edited look: tall, grey braid, blue shawl"
 
 

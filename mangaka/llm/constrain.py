@@ -64,12 +64,18 @@ class Constraint:
     def __init__(self) -> None:
         self.tokens = 0
         self.full_passes = 0
+        self.forced_tokens = 0  # of ``tokens``, those the grammar forced (jump-forward)
 
     def choose(self, sampler: TokenSampler) -> int:
         raise NotImplementedError
 
     def accept(self, token: int) -> None:
         raise NotImplementedError
+
+    def forced(self, limit: int) -> list[int]:
+        """At most ``limit`` of the tokens the grammar forces next, already accepted (none for
+        engines that cannot say)."""
+        return []
 
     def close(self) -> None:
         pass
@@ -363,6 +369,25 @@ class LLGuidanceConstraint(Constraint):
     def accept(self, token: int) -> None:
         if not self.matcher.consume_token(token):
             raise GenerationError(f"llguidance refused token {token}: {self.matcher.get_error()}")
+
+    def forced(self, limit: int) -> list[int]:
+        """llguidance's fast-forward tokens: the canonical tokenization of the bytes the grammar
+        forces from here (a key, punctuation, the rest of an enum value), at most ``limit``,
+        consumed at once. An end-of-generation token ends the run (it is sampled as usual)."""
+        tokens = []
+        # llguidance computes the forced tokens from the forced bytes it found last: ask for those
+        # first (compute_ff_tokens alone answers [] in llguidance 1.9)
+        if not self.matcher.compute_ff_bytes():
+            return tokens
+        for t in self.matcher.compute_ff_tokens()[:limit]:
+            if t in self._eog:
+                break
+            tokens.append(t)
+        if tokens and not self.matcher.consume_tokens(tokens):  # cannot happen: they are forced
+            raise GenerationError(f"llguidance refused its own forced tokens: {self.matcher.get_error()}")
+        self.tokens += len(tokens)
+        self.forced_tokens += len(tokens)
+        return tokens
 
 
 # ---------------------------------------------------------------------------------------- factory

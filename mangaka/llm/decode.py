@@ -122,6 +122,7 @@ def decode(
     constraint: Constraint | None,
     budget: int,
     on_token: Callable[[int], bool] | None = None,
+    jump_forward: bool = False,
 ) -> DecodeResult:
     """Evaluate ``tokens[start:]``, then generate up to ``budget`` tokens.
 
@@ -133,7 +134,11 @@ def decode(
     last one; on return the context holds the prompt and the generated tokens but the last.
 
     ``constraint`` (from ``mangaka.llm.constrain.make_constraint``) restricts the output to a
-    grammar; it is single-use and stays the caller's to close. Errors from llama.cpp (including
+    grammar; it is single-use and stays the caller's to close. ``jump_forward``: after each sampled
+    token, the tokens the constraint forces next (keys, punctuation, the rest of an enum value)
+    are appended at once and evaluated with it in one batch, logits for the last only; they count
+    as generated (``on_token``, the budget). An engine that cannot say what it forces decodes one
+    token at a time either way. Errors from llama.cpp (including
     an abort through the context's abort callback) propagate as ``RuntimeError``.
     """
     _check_context(llama, tokens, start)
@@ -155,16 +160,22 @@ def decode(
             if is_eog(vocab, token):
                 finish = "stop"
                 break
+            step = [token]
             if constraint is not None:
                 sampler.accept(token)
                 constraint.accept(token)
-            out.append(token)
-            if on_token is not None and on_token(len(out)):
-                finish = "cancelled"
+                if jump_forward and len(out) + 1 < budget:
+                    step += constraint.forced(budget - len(out) - 1)
+                    for forced in step[1:]:
+                        sampler.accept(forced)
+            out += step
+            stop = on_token is not None and on_token(len(out))
+            if stop or len(out) >= budget:
+                finish = "cancelled" if stop else finish
+                if len(step) > 1:  # the context holds every kept token but the last
+                    llama.eval(step[:-1])
                 break
-            if len(out) >= budget:
-                break
-            llama.eval([token])
+            llama.eval(step)
     finally:
         sampler.close()
     return DecodeResult(out, finish, decoded)

@@ -117,6 +117,7 @@ class LlamaCppLLM:
         on_progress: ProgressFn | None = None,
         cancel: CancelFn | None = None,
         memory: str = KEEP_LOADED,
+        jump_forward: bool = False,
     ) -> None:
         if memory not in MEMORY_MODES:
             raise MangakaError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}")
@@ -124,6 +125,11 @@ class LlamaCppLLM:
         self.path = Path(path)
         lora_scale = check_lora_scale(lora_scale)
         self.engine = engine  # constrained decoding: mangaka.llm.constrain.ENGINES
+        # decode the tokens the schema forces in one batch (llguidance engine; decode.py). Off by
+        # default: the forced tokens are llguidance's canonical tokenization, which is not always
+        # the model's own, so what follows can differ (README, "Jump-forward decoding").
+        self.jump_forward = jump_forward
+        self.last_forced_tokens = 0  # of the last call's generated tokens, those the grammar forced
         self.options = options or LoadOptions()
         self._model = load_model(self.path, self.options, on_progress, cancel)
         self.lora = Path(lora) if lora else None
@@ -273,7 +279,14 @@ class LlamaCppLLM:
             with interrupt, stop_watch:
                 start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
                 result = decode(
-                    llama, tokens, start, sampling=s, constraint=constraint, budget=budget, on_token=on_token
+                    llama,
+                    tokens,
+                    start,
+                    sampling=s,
+                    constraint=constraint,
+                    budget=budget,
+                    on_token=on_token,
+                    jump_forward=self.jump_forward,
                 )
             text = llama.detokenize(result.tokens, prev_tokens=tokens).decode("utf-8", errors="replace")
         except RuntimeError as exc:
@@ -284,6 +297,7 @@ class LlamaCppLLM:
             raise GenerationError(f"llama.cpp failed while generating: {exc}") from None
         finally:
             if constraint is not None:
+                self.last_forced_tokens = constraint.forced_tokens
                 constraint.close()
         if interrupt.hit or stop_watch.cancelled() or result.finish_reason == "cancelled":
             llama.reset()

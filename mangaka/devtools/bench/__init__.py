@@ -20,7 +20,14 @@ from typing import Any
 from ...demo import demo_model_path
 from ...errors import MangakaError
 from .common import gemma_path
-from .decoding import constrained_vs_free, free_vs_llama_bench, grammar_cost_248k, overhead, prefix_reuse
+from .decoding import (
+    constrained_vs_free,
+    free_vs_llama_bench,
+    grammar_cost_248k,
+    jump_forward,
+    overhead,
+    prefix_reuse,
+)
 from .demo import demo_run
 from .manga_page import manga_page_run
 from .memory import lora_memory
@@ -40,6 +47,9 @@ def run(
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "constrained": lambda: constrained_vs_free(
             gemma_path(), threads, gpu_layers, n, reps if quick else 5, engine
+        ),
+        "jump_forward": lambda: jump_forward(
+            {"": gemma_path(), "embedded": demo_model_path()}, threads, gpu_layers, n, reps if quick else 5
         ),
         "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
         "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),

@@ -46,18 +46,21 @@ def tiny_model(name: str, **kwargs: Any) -> Path:
 
 
 class Clock:
-    """Timestamps of generated tokens, from ``on_progress``; tokens/s between the first and last."""
+    """Timestamps of generated tokens, from ``on_progress``; tokens/s between the first and last
+    (by the token counts reported, so a step that adds several forced tokens counts them all)."""
 
     def __init__(self) -> None:
         self.stamps: list[float] = []
+        self.counts: list[int] = []
 
-    def __call__(self, _done: int, _total: int) -> None:
+    def __call__(self, done: int, _total: int) -> None:
         self.stamps.append(time.perf_counter())
+        self.counts.append(done)
 
     def rate(self) -> float:
         if len(self.stamps) < 2:
             return float("nan")
-        return (len(self.stamps) - 1) / (self.stamps[-1] - self.stamps[0])
+        return (self.counts[-1] - self.counts[0]) / (self.stamps[-1] - self.stamps[0])
 
     def per_token_ms(self) -> float:
         return 1000.0 / self.rate()

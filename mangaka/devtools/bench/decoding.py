@@ -67,6 +67,51 @@ def constrained_vs_free(
     }
 
 
+def jump_forward(
+    models: dict[str, Path], threads: int, gpu_layers: int, n_tokens: int, repeats: int
+) -> dict[str, float]:
+    """The Screenwriter's script schema: tokens/s with jump-forward ÷ without, ÷ free decoding, and
+    the share of the output the schema forced; each round's three runs back to back, the same
+    ``n_tokens`` budget. ``models``: figure suffix → model ("" for gemma-3-270m)."""
+    from ...llm.base import PRESETS
+    from ...llm.inprocess import LlamaCppLLM, LoadOptions
+    from ...screenplay.schema import script_call_schema
+
+    schema = script_call_schema(["lin", "tan", "bao"], 6, 8)
+    chapter = DEMO_CHAPTER.read_text(encoding="utf-8")
+    messages = [
+        {"role": "system", "content": "You adapt novel chapters into manga scripts."},
+        {"role": "user", "content": f"Write the manga script of this chapter as JSON.\n\n{chapter}"},
+    ]
+    greedy = PRESETS["greedy"]
+    figures: dict[str, float] = {}
+    for suffix, model in models.items():
+        llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads, n_gpu_layers=gpu_layers))
+        rates: dict[str, list[float]] = {"free": [], "plain": [], "jump": []}
+        forced: list[float] = []
+        for _ in range(repeats):
+            for name in ("free", "plain", "jump"):
+                llm.jump_forward = name == "jump"
+                clock = Clock()
+                done = llm.complete(
+                    messages,
+                    schema=None if name == "free" else schema,
+                    sampling=greedy,
+                    max_tokens=n_tokens,
+                    on_progress=clock,
+                    engine="llguidance",
+                )
+                rates[name].append(clock.rate())
+                if name == "jump":
+                    forced.append(llm.last_forced_tokens / max(1, done.usage.completion_tokens))
+        tag = f"_{suffix}" if suffix else ""
+        figures[f"script_forced_fraction{tag}"] = median(forced)
+        figures[f"script_jump_forward_over_plain{tag}"] = paired(rates["jump"], rates["plain"])
+        figures[f"script_constrained_over_free{tag}"] = paired(rates["jump"], rates["free"])
+        figures[f"script_plain_over_free{tag}"] = paired(rates["plain"], rates["free"])
+    return figures
+
+
 def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | None) -> dict[str, float]:
     """Milliseconds the grammar adds per generated token at Qwen3.5's vocabulary (tiny qwen35moe)."""
     from llama_cpp import LlamaGrammar

@@ -2,6 +2,8 @@
 
 The rule, in order:
 
+0. A text that is one JSON object (a screenplay file, a reply with nothing around it) is that
+   object, whatever its strings hold (``</think>`` in a title is text, not reasoning).
 1. Reasoning goes: the answer is what follows the last ``</think>``. A reply that is only an
    unfinished ``<think>`` block is an error (the model ran out of tokens while thinking).
 2. The text is scanned once for balanced ``{…}`` spans. Inside braces, JSON strings are skipped
@@ -63,9 +65,24 @@ class _Found:
     value: Any = None  # the object, for one that parses; None for a broken one
 
 
+def _whole_object(text: str) -> Any:
+    """``text`` parsed, when all of it is one JSON object within the depth limit; else None."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")) or exceeds_depth(stripped):
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def extract_json_object(text: str, *, source: str = "text") -> Any:
     """The JSON object in ``text`` by the rule in the module docstring. ``InputError`` when there
     is none, or when the largest JSON in it is cut off or broken."""
+    whole = _whole_object(text)
+    if whole is not None:
+        return whole
     body = text
     if THINK_CLOSE in body:
         body = body.rsplit(THINK_CLOSE, 1)[1]  # the answer follows the last closed reasoning block

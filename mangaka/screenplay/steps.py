@@ -21,7 +21,7 @@ from .models import (
     EMOTIONS,
     MAX_ACTION,
     MAX_APPEARANCE,
-    MAX_CHARACTERS,
+    MAX_CAST,
     MAX_LINE,
     MAX_NAME,
     MAX_TITLE,
@@ -55,8 +55,10 @@ class _Cast(BaseModel):
 
 
 def check_cast(cast: Sequence[Character | dict[str, Any]]) -> list[Character]:
-    if not 1 <= len(cast) <= MAX_CHARACTERS:
-        raise InputError(f"cast: give from 1 to {MAX_CHARACTERS} characters, got {len(cast)}")
+    """A given cast, checked: up to a screenplay's ``MAX_CAST`` (a long chapter's scenes together
+    may list more people than one cast call does)."""
+    if not 1 <= len(cast) <= MAX_CAST:
+        raise InputError(f"cast: give from 1 to {MAX_CAST} characters, got {len(cast)}")
     characters = []
     for i, c in enumerate(cast):
         try:

@@ -141,3 +141,17 @@ def test_a_cut_off_screenplay_after_prose_braces_is_reported_as_cut_off():
 
 def test_an_object_inside_prose_braces_is_found():
     assert extract_json_object('{ the answer: {"a": 1} }') == {"a": 1}
+
+
+def test_a_whole_json_object_is_taken_whatever_its_strings_hold():
+    """A screenplay file whose strings hold ``</think>`` or ``<think>`` (a random model's title) is
+    that screenplay, not reasoning to drop."""
+    import json as _json
+
+    from mangaka.compose.extract import extract_json_object
+    from mangaka.screenplay import example_screenplay
+
+    data = example_screenplay()
+    data["title"] = "<think>a</think> b"
+    text = _json.dumps(data, ensure_ascii=False, indent=2)
+    assert extract_json_object(text) == data

@@ -491,7 +491,7 @@ def test_a_bible_is_shown_to_the_cast_call_and_its_known_names_keep_their_ids():
 @pytest.mark.parametrize(
     ("cast", "message"),
     [
-        ([], "cast: give from 1 to 16 characters, got 0"),
+        ([], "cast: give from 1 to 48 characters, got 0"),
         ([{"id": "A", "name": "x", "appearance": "y"}], "cast[0] is not a valid character"),
         (
             [{"id": "a", "name": "x", "appearance": "y"}, {"id": "a", "name": "z", "appearance": "y"}],

@@ -135,6 +135,20 @@ def base_config(model_dir: Path) -> dict:
     return config
 
 
+def base_shape(config: dict) -> dict:
+    """The base's shape as the manifest records it, for the pack to compare with a GGUF at attach
+    time: layers (plus multi-token-prediction layers, which the converter counts as blocks),
+    hidden size, routed experts and their width."""
+    text = config.get("text_config", config)
+    return {
+        "layers": text.get("num_hidden_layers"),
+        "mtp_layers": text.get("mtp_num_hidden_layers") or config.get("mtp_num_hidden_layers") or 0,
+        "hidden": text.get("hidden_size"),
+        "experts": text.get("num_experts"),
+        "expert_ffn": text.get("moe_intermediate_size"),
+    }
+
+
 def has_mtp(config: dict) -> bool:
     text = config.get("text_config", config)
     return bool(text.get("mtp_num_hidden_layers") or config.get("mtp_num_hidden_layers"))

@@ -223,6 +223,7 @@ def train(args: argparse.Namespace) -> dict:
             "architecture": convert.base_config(args.base).get("architectures", [None])[0],
             "config_sha256": hashlib.sha256((args.base / "config.json").read_bytes()).hexdigest(),
             "weights_gb": round(size, 3),
+            "shape": convert.base_shape(convert.base_config(args.base)),
         },
         "adapter": {"rank": args.rank, "alpha": args.alpha, "targets": targets},
         "training": {

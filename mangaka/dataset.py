@@ -21,7 +21,8 @@ a hash of the chapter, so a pair never has one call in each split and a rerun sp
 
 Refused, each naming the file and the fix, before anything is written: a folder with no pairs, a
 screenplay that is not valid, one whose language is not its chapter's (``zh`` for an English
-chapter), one written in scenes or longer than one call writes (not exported yet), a chapter with
+chapter), one of another chapter (it keeps under a quarter of the chapter's quoted lines, or,
+without dialogue to compare, none of its character names is in the chapter), one written in scenes or longer than one call writes (not exported yet), a chapter with
 nothing to adapt, and an ``OUT`` that already holds a dataset.
 """
 
@@ -121,6 +122,7 @@ def _pair(name: str, text_path: Path, sp_path: Path, chapter: str) -> Pair:
             f"screenplay {sp_path} is in {screenplay.language!r}, but its chapter {text_path.name} reads as "
             f"{language!r}: pair each chapter with a screenplay of it, or fix the screenplay's language"
         )
+    _check_belongs(screenplay, chapter, sp_path, text_path)
     if (
         any(p.scene != 1 for p in screenplay.panels)
         or len(screenplay.panels) > MAX_SCENE_PANELS
@@ -134,6 +136,50 @@ def _pair(name: str, text_path: Path, sp_path: Path, chapter: str) -> Pair:
             "leave it out of the pairs folder"
         )
     return Pair(name, text_path, sp_path, chapter, screenplay)
+
+
+# A screenplay of its chapter keeps the chapter's quoted lines: at least this share of the fewer
+# of its lines and the chapter's quotes. The gold pairs keep all of them, and a screenplay of
+# another gold chapter none (tests/unit/test_dataset.py measures both).
+MIN_KEPT_QUOTES = 0.25
+
+
+def _name_in(name: str, chapter: str) -> bool:
+    """The name, or a part of it (a word of two letters or more; for CJK two characters), is in the text."""
+    if name in chapter:
+        return True
+    if any(is_cjk(ch) for ch in name):
+        return any(name[i : i + 2] in chapter for i in range(len(name) - 1))
+    return any(len(part) >= 2 and part in chapter for part in name.replace("-", " ").split())
+
+
+def _check_belongs(screenplay: Screenplay, chapter: str, sp_path: Path, text_path: Path) -> None:
+    """Refuse a screenplay of another chapter (a pairing slip: chapter 2's screenplay beside
+    chapter 1): the chapter's quoted lines decide when both have dialogue, else the cast's names."""
+    from .evaluate.matching import match_quotes
+    from .evaluate.quotes import find_quotes
+
+    quotes = find_quotes(chapter, screenplay.language)
+    names = [c.name for c in screenplay.characters]
+    found = sum(1 for n in names if _name_in(n, chapter))
+    if quotes and screenplay.dialogue:
+        kept = len(match_quotes(quotes, screenplay))
+        needed = max(1, round(MIN_KEPT_QUOTES * min(len(quotes), len(screenplay.dialogue))))
+        if kept >= needed:
+            return
+        evidence = (
+            f"it keeps {kept} of the chapter's {len(quotes)} quoted lines (at least {needed} expected) "
+            f"and {found} of its {len(names)} character names appear in the chapter"
+        )
+    elif names and not found:
+        evidence = f"none of its {len(names)} character names ({', '.join(names[:4])}) appear in the chapter"
+    else:
+        return
+    raise InputError(
+        f"screenplay {sp_path} does not look like a screenplay of {text_path.name}: {evidence}; pair each "
+        f"chapter with the screenplay made from it (NAME.txt beside NAME.json), or, if its lines were "
+        "rewritten, keep the chapter's quoted lines as written"
+    )
 
 
 def request_for(

@@ -4,6 +4,7 @@ detached just before each call, so handles with different adapters share one loa
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import math
 from pathlib import Path
@@ -31,9 +32,72 @@ def check_lora_scale(scale: Any, label: str = "lora_scale") -> float:
     return float(scale)
 
 
+def manifest_path(lora: Path) -> Path:
+    """Where ``lora/train.py`` writes a LoRA's manifest: ``NAME.gguf.manifest.json`` beside it."""
+    return lora.with_name(lora.name + ".manifest.json")
+
+
+def read_manifest(lora: Path) -> dict[str, Any] | None:
+    """The LoRA's manifest, or None when it has none; ``LoraError`` when it cannot be read."""
+    path = manifest_path(lora)
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LoraError(
+            f"{path.name} (the manifest of LoRA {lora.name}) cannot be read ({exc}); "
+            "restore it from the training run or delete it"
+        ) from None
+    if not isinstance(manifest, dict):
+        raise LoraError(f"{path.name} is not a LoRA manifest (a JSON object); restore it or delete it")
+    return manifest
+
+
+# The base's shape as the manifest records it (from its config.json) and as its GGUF stores it.
+_SHAPE_KEYS = (
+    ("hidden", "embedding_length", "hidden size"),
+    ("experts", "expert_count", "experts"),
+    ("expert_ffn", "expert_feed_forward_length", "expert width"),
+)
+
+
+def check_manifest(model: LoadedModel, lora: Path) -> None:
+    """Refuse a LoRA whose manifest names a base of another shape than ``model``: layers,
+    hidden size, experts and expert width, compared with the model's GGUF header. A LoRA without
+    a manifest (or an older one without ``base.shape``) is checked by llama.cpp alone."""
+    manifest = read_manifest(lora)
+    base = manifest.get("base") if manifest else None
+    shape = base.get("shape") if isinstance(base, dict) else None
+    if not isinstance(shape, dict):
+        return
+    meta, arch = model.info.metadata, model.architecture
+    differences = []
+    layers = shape.get("layers")
+    if isinstance(layers, int):
+        # The converter counts multi-token-prediction layers as blocks unless it drops them.
+        allowed = {layers, layers + int(shape.get("mtp_layers") or 0)}
+        have = meta.get(f"{arch}.block_count")
+        if have is not None and int(have) not in allowed:
+            differences.append(f"{layers} layers, not {have}")
+    for key, gguf_key, label in _SHAPE_KEYS:
+        want, have = shape.get(key), meta.get(f"{arch}.{gguf_key}")
+        if isinstance(want, int) and have is not None and int(have) != want:
+            differences.append(f"{label} {want}, not {have}")
+    if differences:
+        name = base.get("folder") or "another model"
+        raise LoraError(
+            f"LoRA {lora.name} was trained on {name} ({'; '.join(differences)} as in "
+            f"{model.path.name}), per {manifest_path(lora).name}; attach it to the GGUF of {name}, "
+            "or train a LoRA on this model's Hugging Face weights"
+        )
+
+
 def check_adapter(model: LoadedModel, lora: Path) -> None:
-    """``lora`` is a LoRA adapter GGUF for ``model``'s architecture (its header only is read)."""
+    """``lora`` is a LoRA adapter GGUF for ``model``'s architecture (its header only is read) and,
+    when it has a manifest, was trained on a base of ``model``'s shape."""
     check_lora_file(lora, model.architecture, model.path.name)
+    check_manifest(model, lora)
 
 
 def apply_lora(model: LoadedModel, lora: Path | None, scale: float = 1.0) -> None:
@@ -52,9 +116,12 @@ def apply_lora(model: LoadedModel, lora: Path | None, scale: float = 1.0) -> Non
             check_adapter(model, path)
             adapter = llama_cpp.llama_adapter_lora_init(model.llama.model, str(path).encode())
             if not adapter:
+                manifest = read_manifest(path) or {}
+                base = manifest.get("base") if isinstance(manifest.get("base"), dict) else {}
+                trained_on = f" (trained on {base['folder']}, per its manifest)" if base.get("folder") else ""
                 raise LoraError(
-                    f"llama.cpp could not load LoRA {path}: its tensors do not match "
-                    f"{model.path.name} (wrong base model or rank?)"
+                    f"llama.cpp could not load LoRA {path}{trained_on}: its tensors do not match "
+                    f"{model.path.name}; attach it to the model it was trained on"
                 )
             model.adapters[path] = adapter
         arr = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(adapter)

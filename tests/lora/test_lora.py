@@ -104,6 +104,9 @@ def test_a_lora_trained_on_an_exported_dataset_converts_attaches_and_agrees(base
     assert manifest["base"]["architecture"] == "Qwen3_5MoeForCausalLM"
     assert manifest["adapter"]["rank"] == 16 and "in_proj_qkv" in manifest["adapter"]["targets"]
     assert manifest["dataset"]["languages"] == {"en": 1, "zh": 1}
+    # the shape the pack compares at attach time, as the converter wrote the base's GGUF header
+    assert manifest["base"]["shape"] == {"layers": 4, "mtp_layers": 0, "hidden": 64, "experts": 4,
+                                         "expert_ffn": 32}, manifest["base"]  # fmt: skip
     assert (loras / "manga.gguf.checkpoints" / "step-4" / "adapter_config.json").is_file()
     # the final PEFT adapter, as transformers applies it, against the GGUF LoRA in the pack
     final = loras / "manga.gguf.checkpoints" / "final"

@@ -248,6 +248,50 @@ def test_lora_for_another_architecture_is_refused(qwen35moe, qwen3moe_lora):
         LlamaCppLLM(qwen35moe, SMALL, lora=qwen3moe_lora)
 
 
+def _with_manifest(lora, tmp_path, text):
+    import shutil
+
+    copy = tmp_path / "manga.gguf"
+    shutil.copy(lora, copy)
+    (tmp_path / "manga.gguf.manifest.json").write_text(text, encoding="utf-8")
+    return copy
+
+
+def _manifest(**shape):
+    base = {"folder": "Qwen3.5-35B-A3B", "shape": shape}
+    return json.dumps({"version": 1, "lora": "manga.gguf", "base": base})
+
+
+def test_lora_manifest_of_the_same_base_shape_attaches(qwen35moe, qwen35moe_lora, tmp_path):
+    # the tiny model: 4 blocks, hidden 64, 4 experts 32 wide; a base of 3 layers plus 1 MTP layer
+    # is converted to 4 blocks, so it matches too
+    for layers, mtp in ((4, 0), (3, 1)):
+        lora = _with_manifest(qwen35moe_lora, tmp_path, _manifest(layers=layers, mtp_layers=mtp, hidden=64,
+                                                                 experts=4, expert_ffn=32))  # fmt: skip
+        assert _greedy_tokens(LlamaCppLLM(qwen35moe, SMALL, lora=lora)) == _greedy_tokens(
+            LlamaCppLLM(qwen35moe, SMALL, lora=qwen35moe_lora)
+        )
+
+
+def test_lora_trained_on_another_base_is_refused_naming_it(qwen35moe, qwen35moe_lora, tmp_path):
+    lora = _with_manifest(qwen35moe_lora, tmp_path, _manifest(layers=40, mtp_layers=1, hidden=2048,
+                                                             experts=256, expert_ffn=512))  # fmt: skip
+    with pytest.raises(LoraError) as info:
+        LlamaCppLLM(qwen35moe, SMALL, lora=lora)
+    message = str(info.value)
+    assert "trained on Qwen3.5-35B-A3B" in message and "manga.gguf.manifest.json" in message
+    for difference in ("40 layers, not 4", "hidden size 2048, not 64", "experts 256, not 4"):
+        assert difference in message
+    assert qwen35moe.name in message
+    # an old manifest without the shape: llama.cpp's own check only
+    lora = _with_manifest(qwen35moe_lora, tmp_path, json.dumps({"version": 1, "base": {"folder": "x"}}))
+    LlamaCppLLM(qwen35moe, SMALL, lora=lora)
+    # a damaged manifest is named, not ignored
+    lora = _with_manifest(qwen35moe_lora, tmp_path, '{"version": 1, "base": ')
+    with pytest.raises(LoraError, match=r"manga\.gguf\.manifest\.json.*cannot be read.*delete it"):
+        LlamaCppLLM(qwen35moe, SMALL, lora=lora)
+
+
 def test_missing_lora_file(qwen35moe, tmp_path):
     with pytest.raises(LoraError, match="not found"):
         LlamaCppLLM(qwen35moe, SMALL, lora=tmp_path / "none.gguf")

@@ -88,3 +88,37 @@ def test_chapter_language():
     assert chapter_language((GOLD / "en1.txt").read_text(encoding="utf-8")) == "en"
     assert chapter_language((GOLD / "zh1.txt").read_text(encoding="utf-8")) == "zh"
     assert chapter_language((GOLD / "ja1.txt").read_text(encoding="utf-8")) == "ja"
+
+
+def _all_pairings() -> list[tuple[str, str]]:
+    return [(a, b) for a in NAMES for b in NAMES if a[:2] == b[:2]]
+
+
+@pytest.mark.parametrize(("chapter", "screenplay"), _all_pairings())
+def test_a_screenplay_of_another_chapter_is_refused(tmp_path, chapter, screenplay):
+    """Every gold chapter with every screenplay of its language: its own is taken, each other
+    one (the slip of pairing chapter 2's screenplay with chapter 1) refused, naming both files."""
+    folder = tmp_path / "approved"
+    folder.mkdir()
+    shutil.copy(GOLD / f"{chapter}.txt", folder / "ch.txt")
+    shutil.copy(GOLD / f"{screenplay}.reference.json", folder / "ch.json")
+    if chapter == screenplay:
+        assert [p.name for p in find_pairs(folder)] == ["ch"]
+        return
+    with pytest.raises(InputError, match=r"ch\.json does not look like a screenplay of ch\.txt: it keeps 0 of"):
+        find_pairs(folder)
+
+
+def test_without_dialogue_the_names_decide(tmp_path):
+    sp = json.loads((GOLD / "en1.reference.json").read_text(encoding="utf-8"))
+    sp["dialogue"] = []
+    for panel in sp["panels"]:
+        panel["dialogue"] = []
+    folder = tmp_path / "approved"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(sp), encoding="utf-8")
+    shutil.copy(GOLD / "en1.txt", folder / "a.txt")
+    assert len(find_pairs(folder)) == 1  # its cast is named in its chapter
+    shutil.copy(GOLD / "en2.txt", folder / "a.txt")
+    with pytest.raises(InputError, match=r"none of its 4 character names \(.*\) appear in the chapter"):
+        find_pairs(folder)

@@ -22,8 +22,9 @@ a hash of the chapter, so a pair never has one call in each split and a rerun sp
 Refused, each naming the file and the fix, before anything is written: a folder with no pairs, a
 screenplay that is not valid, one whose language is not its chapter's (``zh`` for an English
 chapter), one of another chapter (it keeps under a quarter of the chapter's quoted lines, or,
-without dialogue to compare, none of its character names is in the chapter), one written in scenes or longer than one call writes (not exported yet), a chapter with
-nothing to adapt, and an ``OUT`` that already holds a dataset.
+without dialogue to compare, none of its character names is in the chapter), one written in
+scenes or longer than one call writes (not exported yet), a chapter with nothing to adapt, and an
+``OUT`` that already holds a dataset.
 """
 
 from __future__ import annotations

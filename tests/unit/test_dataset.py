@@ -105,7 +105,8 @@ def test_a_screenplay_of_another_chapter_is_refused(tmp_path, chapter, screenpla
     if chapter == screenplay:
         assert [p.name for p in find_pairs(folder)] == ["ch"]
         return
-    with pytest.raises(InputError, match=r"ch\.json does not look like a screenplay of ch\.txt: it keeps 0 of"):
+    refused = r"ch\.json does not look like a screenplay of ch\.txt: it keeps 0 of"
+    with pytest.raises(InputError, match=refused):
         find_pairs(folder)
 
 

@@ -77,6 +77,11 @@ class Constraint:
         engines that cannot say)."""
         return []
 
+    def draft(self, limit: int) -> list[int]:
+        """At most ``limit`` of the tokens the grammar forces next, not accepted: a guess at what
+        the model writes, for the decoder to verify (none for engines that cannot say)."""
+        return []
+
     def close(self) -> None:
         pass
 
@@ -370,19 +375,24 @@ class LLGuidanceConstraint(Constraint):
         if not self.matcher.consume_token(token):
             raise GenerationError(f"llguidance refused token {token}: {self.matcher.get_error()}")
 
-    def forced(self, limit: int) -> list[int]:
+    def draft(self, limit: int) -> list[int]:
         """llguidance's fast-forward tokens: the canonical tokenization of the bytes the grammar
-        forces from here (a key, punctuation, the rest of an enum value), at most ``limit``,
-        consumed at once. An end-of-generation token ends the run (it is sampled as usual)."""
-        tokens = []
+        forces from here (a key, punctuation, the rest of an enum value), at most ``limit``, not
+        consumed. An end-of-generation token ends the run (it is sampled as usual)."""
+        tokens: list[int] = []
         # llguidance computes the forced tokens from the forced bytes it found last: ask for those
         # first (compute_ff_tokens alone answers [] in llguidance 1.9)
-        if not self.matcher.compute_ff_bytes():
+        if limit <= 0 or not self.matcher.compute_ff_bytes():
             return tokens
         for t in self.matcher.compute_ff_tokens()[:limit]:
             if t in self._eog:
                 break
             tokens.append(t)
+        return tokens
+
+    def forced(self, limit: int) -> list[int]:
+        """``draft(limit)``, consumed at once: taken without asking the model."""
+        tokens = self.draft(limit)
         if tokens and not self.matcher.consume_tokens(tokens):  # cannot happen: they are forced
             raise GenerationError(f"llguidance refused its own forced tokens: {self.matcher.get_error()}")
         self.tokens += len(tokens)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .base import Sampling
 from .native import import_llama_cpp
+from .prefix import is_recurrent
 from .sampler import TokenSampler
 
 if TYPE_CHECKING:
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FinishReason = Literal["stop", "length", "cancelled"]
+JumpForward = Literal["off", "exact", "canonical"]
+JUMP_FORWARD: tuple[str, ...] = ("off", "exact", "canonical")
+DEFAULT_JUMP_FORWARD: JumpForward = "exact"
 
 
 _CONTROL: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -113,6 +117,36 @@ def _evaluate_prompt(llama: Any, tokens: Sequence[int], start: int) -> int:
     return len(tokens) - start
 
 
+def rewind_limit(llama: Any) -> int:
+    """How many of its last positions the model's memory can drop at once: attention-only models
+    any (a batch's worth); recurrent and hybrid ones (``qwen35moe``'s Gated DeltaNet layers) as
+    many as the recurrent-state snapshots the context keeps (``LoadOptions.rollback_tokens``;
+    0, none, without them)."""
+    if not is_recurrent(llama):
+        return int(llama.n_batch)
+    return int(import_llama_cpp().llama_n_rs_seq(llama._ctx.ctx))
+
+
+def _eval_rows(llama: Any, tokens: list[int]) -> None:
+    """Evaluate ``tokens`` in one batch with logits for every row (``Llama.eval`` keeps the last
+    row's only), keeping the library's bookkeeping (``n_tokens``, ``input_ids``)."""
+    n_past = llama.n_tokens
+    llama._ctx.kv_cache_seq_rm(-1, n_past, -1)
+    llama._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
+    llama._ctx.decode(llama._batch)
+    llama.input_ids[n_past : n_past + len(tokens)] = tokens
+    llama.n_tokens = n_past + len(tokens)
+
+
+def _rewind(llama: Any, n_tokens: int) -> None:
+    """Drop every position from ``n_tokens`` on, at most ``rewind_limit`` of them, once between
+    two evaluations (a recurrent memory's rollback is used up by the next evaluation)."""
+    if llama.n_tokens > n_tokens:
+        if not llama._ctx.kv_cache_seq_rm(0, n_tokens, -1):
+            raise RuntimeError(f"llama.cpp could not drop positions from {n_tokens} on")
+        llama.n_tokens = n_tokens
+
+
 def decode(
     llama: Any,
     tokens: list[int],
@@ -122,25 +156,40 @@ def decode(
     constraint: Constraint | None,
     budget: int,
     on_token: Callable[[int], bool] | None = None,
-    jump_forward: bool = False,
+    jump_forward: JumpForward = "off",
 ) -> DecodeResult:
     """Evaluate ``tokens[start:]``, then generate up to ``budget`` tokens.
 
     On entry the context must hold exactly ``tokens[:start]`` (``llama.n_tokens == start`` and
     ``llama._input_ids[:start] == tokens[:start]``); ``ValueError`` otherwise. Generation stops
     at an end-of-generation token (``"stop"``, the token is not returned), after ``budget``
-    tokens (``"length"``), or when ``on_token(n_generated)``, called after each token, returns
-    True (``"cancelled"``). Each kept token is evaluated before the next is sampled, except the
-    last one; on return the context holds the prompt and the generated tokens but the last.
+    tokens (``"length"``), or when ``on_token(n_generated)``, called after each decode step,
+    returns True (``"cancelled"``). Each kept token is evaluated before the next is sampled,
+    except the last one; on return the context holds the prompt and the generated tokens but the
+    last.
 
     ``constraint`` (from ``mangaka.llm.constrain.make_constraint``) restricts the output to a
-    grammar; it is single-use and stays the caller's to close. ``jump_forward``: after each sampled
-    token, the tokens the constraint forces next (keys, punctuation, the rest of an enum value)
-    are appended at once and evaluated with it in one batch, logits for the last only; they count
-    as generated (``on_token``, the budget). An engine that cannot say what it forces decodes one
-    token at a time either way. Errors from llama.cpp (including
-    an abort through the context's abort callback) propagate as ``RuntimeError``.
+    grammar; it is single-use and stays the caller's to close. ``jump_forward`` (``JUMP_FORWARD``;
+    the llguidance engine only, others decode one token at a time):
+
+    - ``"exact"``: after each sampled token, the tokens the grammar forces next (keys,
+      punctuation, the rest of an enum value) are evaluated with it in one batch, logits for
+      every row, and verified row by row: each is kept while it is the token the sampler itself
+      chooses there (grammar applied, as one token at a time would); at the first other choice
+      the rest is dropped from the memory and that choice is the next token. The output is the
+      one-token-at-a-time output (up to floating-point differences between a batch and single
+      tokens, which can flip a near tie). Needs a memory that can drop positions
+      (``rewind_limit``): a hybrid model without recurrent-state snapshots decodes one token at
+      a time.
+    - ``"canonical"``: the forced tokens are taken as llguidance tokenizes them, unverified,
+      logits for the last only; any model. Valid output, but the model's own tokens for the same
+      bytes can differ (``"appearance`` against ``"`` + ``appearance``), and so can what follows.
+
+    Forced tokens count as generated (``on_token``, the budget). Errors from llama.cpp
+    (including an abort through the context's abort callback) propagate as ``RuntimeError``.
     """
+    if jump_forward not in JUMP_FORWARD:
+        raise ValueError(f"jump_forward must be one of {', '.join(JUMP_FORWARD)}, not {jump_forward!r}")
     _check_context(llama, tokens, start)
     lib = import_llama_cpp()
     vocab = llama._model.vocab
@@ -150,10 +199,19 @@ def decode(
     finish: FinishReason = "length"
     if budget <= 0:
         return DecodeResult(out, finish, decoded)
+    mode = jump_forward if constraint is not None else "off"
+    # a draft of d tokens is evaluated with the token before it (d + 1 in one batch) and at most
+    # d of them are dropped again
+    max_draft = min(rewind_limit(llama), int(llama.n_batch) - 1) if mode == "exact" else 0
+    if mode == "exact" and max_draft <= 0:
+        mode = "off"
     sampler = TokenSampler(llama, sampling, control_tokens(llama) if constraint is not None else None)
+    pending: int | None = None  # the sampler's choice where a draft was cut: the next token
     try:
         while True:
-            if constraint is None:
+            if pending is not None:
+                token, pending = pending, None
+            elif constraint is None:
                 token = sampler.sample_free()
             else:
                 token = constraint.choose(sampler)
@@ -161,21 +219,45 @@ def decode(
                 finish = "stop"
                 break
             step = [token]
+            draft: list[int] = []
             if constraint is not None:
                 sampler.accept(token)
                 constraint.accept(token)
-                if jump_forward and len(out) + 1 < budget:
-                    step += constraint.forced(budget - len(out) - 1)
+                room = budget - len(out) - 1
+                if mode == "canonical" and room > 0:
+                    step += constraint.forced(room)
                     for forced in step[1:]:
                         sampler.accept(forced)
+                elif mode == "exact" and room > 0:
+                    draft = constraint.draft(min(room, max_draft))
             out += step
+            if draft:
+                assert constraint is not None
+                kept = llama.n_tokens + 1
+                _eval_rows(llama, step + draft)
+                try:
+                    for row, forced in enumerate(draft):
+                        sampler.row = row
+                        choice = constraint.choose(sampler)
+                        if choice != forced:
+                            pending = choice
+                            break
+                        sampler.accept(forced)
+                        constraint.accept(forced)
+                        constraint.forced_tokens += 1
+                        out.append(forced)
+                        kept += 1
+                finally:
+                    sampler.row = -1
+                _rewind(llama, kept)  # the rows after the first other choice
             stop = on_token is not None and on_token(len(out))
             if stop or len(out) >= budget:
                 finish = "cancelled" if stop else finish
-                if len(step) > 1:  # the context holds every kept token but the last
+                if len(step) > 1 and not draft:  # the context holds every kept token but the last
                     llama.eval(step[:-1])
                 break
-            llama.eval(step)
+            if not draft:
+                llama.eval(step)
     finally:
         sampler.close()
     return DecodeResult(out, finish, decoded)

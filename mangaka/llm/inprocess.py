@@ -25,7 +25,7 @@ from ..errors import Cancelled, ContextOverflowError, GenerationError, MangakaEr
 from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage, call_context
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
 from .constrain import DEFAULT_ENGINE, ENGINES, make_constraint
-from .decode import decode
+from .decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD, decode
 from .grammar import schema_to_gbnf
 from .loading import (
     CHATML_TEMPLATE,
@@ -117,7 +117,7 @@ class LlamaCppLLM:
         on_progress: ProgressFn | None = None,
         cancel: CancelFn | None = None,
         memory: str = KEEP_LOADED,
-        jump_forward: bool = False,
+        jump_forward: str = DEFAULT_JUMP_FORWARD,
     ) -> None:
         if memory not in MEMORY_MODES:
             raise MangakaError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}")
@@ -125,9 +125,10 @@ class LlamaCppLLM:
         self.path = Path(path)
         lora_scale = check_lora_scale(lora_scale)
         self.engine = engine  # constrained decoding: mangaka.llm.constrain.ENGINES
-        # decode the tokens the schema forces in one batch (llguidance engine; decode.py). Off by
-        # default: the forced tokens are llguidance's canonical tokenization, which is not always
-        # the model's own, so what follows can differ (README, "Jump-forward decoding").
+        # decode the tokens the schema forces in one batch (llguidance engine; decode.py):
+        # "exact" verifies them against the model's own choices, "canonical" takes them unverified
+        if jump_forward not in JUMP_FORWARD:
+            raise MangakaError(f"jump_forward must be one of {', '.join(JUMP_FORWARD)}, not {jump_forward!r}")
         self.jump_forward = jump_forward
         self.last_forced_tokens = 0  # of the last call's generated tokens, those the grammar forced
         self.options = options or LoadOptions()

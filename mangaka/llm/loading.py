@@ -29,7 +29,7 @@ from .constrain import forget_model
 from .gguf_info import GGUFInfo, read_gguf_info
 from .memory import Placement, kv_cache_bytes, placement, plan_release
 from .native import check_architecture, gpu_offload, import_llama_cpp
-from .patches import LoadProgress, check_flash_attn, flash_attn_type
+from .patches import LoadProgress, check_flash_attn, flash_attn_type, recurrent_snapshots
 from .prefix import PrefixCache
 
 # The in-process backend's messages keep the one logger name they had before it was split.
@@ -50,6 +50,10 @@ N_CTX_RANGE = (512, 262144)  # Qwen3.5's trained context is 262144
 N_GPU_LAYERS_RANGE = (-1, 1000)  # -1: every layer
 N_THREADS_RANGE = (0, 256)  # 0: every core
 N_BATCH_RANGE = (1, 65536)
+ROLLBACK_RANGE = (0, 64)
+# Hybrid architectures whose recurrent memory llama.cpp can roll back by a few tokens (from
+# per-token snapshots), of those the pack loads; attention-only ones drop positions freely.
+ROLLBACK_ARCHITECTURES = frozenset({"qwen35moe"})
 
 
 def _check_whole(label: str, value: Any, bounds: tuple[int, int], meaning: str = "") -> None:
@@ -73,12 +77,17 @@ class LoadOptions:
     n_threads: int = 0  # 0: every core (llama-cpp-python's own default is half of them)
     flash_attn: FlashAttn = "auto"  # llama.cpp decides per device; "on"/"off" force it
     n_batch: int = 512
+    # recurrent-state snapshots a sequence keeps (llama.cpp's n_rs_seq) on hybrid models that
+    # support rolling back (qwen35moe): how many tokens exact jump-forward may try at once and
+    # drop again. Each costs one copy of the recurrent state (Qwen3.5-35B-A3B: about 63 MB).
+    rollback_tokens: int = 8
 
     def __post_init__(self) -> None:
         _check_whole("context (n_ctx)", self.n_ctx, N_CTX_RANGE, " tokens")
         _check_whole("gpu_layers (n_gpu_layers)", self.n_gpu_layers, N_GPU_LAYERS_RANGE, " (-1 = all)")
         _check_whole("threads (n_threads)", self.n_threads, N_THREADS_RANGE, " (0 = every core)")
         _check_whole("batch (n_batch)", self.n_batch, N_BATCH_RANGE, " tokens")
+        _check_whole("rollback_tokens", self.rollback_tokens, ROLLBACK_RANGE, " (0 = none)")
         if not isinstance(self.flash_attn, str) or self.flash_attn not in FLASH_ATTN_MODES:
             raise InputError(
                 f"flash_attn must be one of {', '.join(FLASH_ATTN_MODES)}, not {self.flash_attn!r}"
@@ -287,7 +296,12 @@ def _load(
         log.info("context %d is above %s's trained length %d; using it", options.n_ctx, path.name, n_ctx)
     started = time.monotonic()
     try:
-        with flash_attn_type(llama_cpp, options.flash_attn), progress.installed():
+        rollback = options.rollback_tokens if info.architecture in ROLLBACK_ARCHITECTURES else 0
+        with (
+            flash_attn_type(llama_cpp, options.flash_attn),
+            progress.installed(),
+            recurrent_snapshots(llama_cpp, rollback),
+        ):
             llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,

@@ -1,4 +1,4 @@
-"""Two patches of llama-cpp-python 0.3.36 internals, each held only for the length of a ``Llama``
+"""Three patches of llama-cpp-python 0.3.36 internals, each held only for the length of a ``Llama``
 constructor (loads are serialised by the model cache's lock in ``mangaka.llm.loading``):
 
 - ``LoadProgress``: llama.cpp's model-load progress callback (a progress bar, and cancelling a
@@ -99,3 +99,26 @@ def check_flash_attn(llama_cpp: Any, llama: Any, mode: str) -> None:
     got = getattr(getattr(llama, "context_params", None), "flash_attn_type", wanted)
     if got != wanted:
         log.warning("flash attention %r was asked for but llama-cpp-python set type %s", mode, got)
+
+
+@contextlib.contextmanager
+def recurrent_snapshots(llama_cpp: Any, n: int) -> Iterator[None]:
+    """Let the next ``Llama`` context keep ``n`` recurrent-state snapshots a sequence
+    (``n_rs_seq``; 0 leaves llama.cpp's default, none), by wrapping
+    ``llama_context_default_params`` for the length of the constructor."""
+    if n <= 0:
+        yield
+        return
+    module = llama_cpp.llama_cpp
+    default = module.llama_context_default_params
+
+    def with_snapshots() -> Any:
+        params = default()
+        params.n_rs_seq = n
+        return params
+
+    module.llama_context_default_params = with_snapshots
+    try:
+        yield
+    finally:
+        module.llama_context_default_params = default

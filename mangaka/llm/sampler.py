@@ -61,6 +61,9 @@ class TokenSampler:
         self._ids_dirty = True
         self._np = np
         self._n = n
+        # which row of the last batch's logits the constrained path reads: -1, the last, except
+        # while the decoder verifies a jump-forward draft row by row
+        self.row = -1
 
     def _build(self, lib: Any, s: Sampling) -> None:
         add = lib.llama_sampler_chain_add
@@ -103,18 +106,19 @@ class TokenSampler:
         if self._argmax_only:
             # Same choice as llama.cpp's greedy sampler: the first of the highest logits.
             return int(self._np.argmax(self._last_logits()))
-        return int(self._llama_cpp.llama_sampler_sample(self.chain, self._ctx, -1))
+        return int(self._llama_cpp.llama_sampler_sample(self.chain, self._ctx, self.row))
 
     def _last_logits(self) -> Any:
-        ptr = self._llama_cpp.llama_get_logits_ith(self._ctx, -1)
+        ptr = self._llama_cpp.llama_get_logits_ith(self._ctx, self.row)
         if not ptr:
-            raise RuntimeError("llama.cpp has no logits for the last token; evaluate a token first")
+            raise RuntimeError(f"llama.cpp has no logits for batch row {self.row}; evaluate a token first")
         return self._np.ctypeslib.as_array(ptr, shape=(self._n,))
 
     # -- constrained: fill, let the constraint look, pick, accept --------------------------------
 
     def fill(self) -> None:
-        """Copy the last evaluated token's logits into the candidates array (all tokens, in id order)."""
+        """Copy the last evaluated token's logits (batch row ``row``) into the candidates array
+        (all tokens, in id order)."""
         if self._data is None:
             self._allocate()
         assert self._data is not None and self.logits is not None

@@ -10,6 +10,23 @@ a seeded draw, the chain llama-cpp-python itself builds. A ``Constraint``
 The library's bookkeeping stays true: every token goes through ``Llama.eval``, so
 ``llama.n_tokens`` and ``llama._input_ids`` always describe what the context holds, and the
 library's own prefix reuse keeps working on the next call.
+
+Jump-forward (``jump_forward``; the llguidance engine only, others decode one token at a time):
+
+- ``"exact"`` (default): after each sampled token, the tokens the grammar forces next (keys,
+  punctuation, the rest of an enum value) are evaluated with it in one batch, logits for every
+  row, and verified row by row: each is kept while it is the token the sampler itself chooses
+  there (grammar applied, as one token at a time would); at the first other choice the rest is
+  dropped from the memory and that choice is the next token. The output is the
+  one-token-at-a-time output (up to floating-point differences between a batch and single
+  tokens, which can flip a near tie). Needs a memory that can drop positions
+  (``rewind_limit``): a hybrid model without recurrent-state snapshots decodes one token at a
+  time.
+- ``"canonical"``: the forced tokens are taken as llguidance tokenizes them, unverified, logits
+  for the last only; any model. Valid output, but the model's own tokens for the same bytes can
+  differ (``"appearance`` against ``"`` + ``appearance``), and so can what follows.
+
+Forced tokens count as generated (``on_token``, the budget).
 """
 
 from __future__ import annotations
@@ -147,6 +164,47 @@ def _rewind(llama: Any, n_tokens: int) -> None:
         llama.n_tokens = n_tokens
 
 
+def _jump_mode(llama: Any, constraint: Constraint | None, wanted: str) -> tuple[str, int]:
+    """The jump-forward mode this decode runs with, and the longest draft it may try."""
+    if constraint is None or wanted == "off":
+        return "off", 0
+    if wanted == "canonical":
+        return "canonical", 0
+    # a draft of d tokens is evaluated with the token before it (d + 1 in one batch) and at most
+    # d of them are dropped again
+    max_draft = min(rewind_limit(llama), int(llama.n_batch) - 1)
+    return ("exact", max_draft) if max_draft > 0 else ("off", 0)
+
+
+def _verify(
+    llama: Any, sampler: TokenSampler, constraint: Constraint, token: int, draft: list[int]
+) -> tuple[list[int], int | None]:
+    """Evaluate ``token`` and ``draft`` in one batch, logits for every row, and keep the draft's
+    tokens while each is the one the sampler chooses from the row before it (the grammar
+    applied, as one token at a time would); drop the rest from the memory. Returns the kept
+    draft tokens and the sampler's other choice where the draft was cut (None when all were kept:
+    the next token is sampled from the last row)."""
+    kept = llama.n_tokens + 1
+    _eval_rows(llama, [token, *draft])
+    accepted: list[int] = []
+    choice: int | None = None
+    try:
+        for row, forced in enumerate(draft):
+            sampler.row = row
+            choice = constraint.choose(sampler)
+            if choice != forced:
+                break
+            sampler.accept(forced)
+            constraint.accept(forced)
+            constraint.forced_tokens += 1
+            accepted.append(forced)
+            choice = None
+    finally:
+        sampler.row = -1
+    _rewind(llama, kept + len(accepted))  # the rows after the first other choice
+    return accepted, choice
+
+
 def decode(
     llama: Any,
     tokens: list[int],
@@ -164,29 +222,14 @@ def decode(
     ``llama._input_ids[:start] == tokens[:start]``); ``ValueError`` otherwise. Generation stops
     at an end-of-generation token (``"stop"``, the token is not returned), after ``budget``
     tokens (``"length"``), or when ``on_token(n_generated)``, called after each decode step,
-    returns True (``"cancelled"``). Each kept token is evaluated before the next is sampled,
-    except the last one; on return the context holds the prompt and the generated tokens but the
-    last.
+    returns True (``"cancelled"``). Each kept token is evaluated before the next is sampled; on
+    return the context holds the prompt and the generated tokens, but the last one unless it
+    came in a jump-forward batch.
 
     ``constraint`` (from ``mangaka.llm.constrain.make_constraint``) restricts the output to a
-    grammar; it is single-use and stays the caller's to close. ``jump_forward`` (``JUMP_FORWARD``;
-    the llguidance engine only, others decode one token at a time):
-
-    - ``"exact"``: after each sampled token, the tokens the grammar forces next (keys,
-      punctuation, the rest of an enum value) are evaluated with it in one batch, logits for
-      every row, and verified row by row: each is kept while it is the token the sampler itself
-      chooses there (grammar applied, as one token at a time would); at the first other choice
-      the rest is dropped from the memory and that choice is the next token. The output is the
-      one-token-at-a-time output (up to floating-point differences between a batch and single
-      tokens, which can flip a near tie). Needs a memory that can drop positions
-      (``rewind_limit``): a hybrid model without recurrent-state snapshots decodes one token at
-      a time.
-    - ``"canonical"``: the forced tokens are taken as llguidance tokenizes them, unverified,
-      logits for the last only; any model. Valid output, but the model's own tokens for the same
-      bytes can differ (``"appearance`` against ``"`` + ``appearance``), and so can what follows.
-
-    Forced tokens count as generated (``on_token``, the budget). Errors from llama.cpp
-    (including an abort through the context's abort callback) propagate as ``RuntimeError``.
+    grammar; it is single-use and stays the caller's to close. ``jump_forward``: one of
+    ``JUMP_FORWARD`` (the module's docstring). Errors from llama.cpp (including an abort through
+    the context's abort callback) propagate as ``RuntimeError``.
     """
     if jump_forward not in JUMP_FORWARD:
         raise ValueError(f"jump_forward must be one of {', '.join(JUMP_FORWARD)}, not {jump_forward!r}")
@@ -199,12 +242,7 @@ def decode(
     finish: FinishReason = "length"
     if budget <= 0:
         return DecodeResult(out, finish, decoded)
-    mode = jump_forward if constraint is not None else "off"
-    # a draft of d tokens is evaluated with the token before it (d + 1 in one batch) and at most
-    # d of them are dropped again
-    max_draft = min(rewind_limit(llama), int(llama.n_batch) - 1) if mode == "exact" else 0
-    if mode == "exact" and max_draft <= 0:
-        mode = "off"
+    mode, max_draft = _jump_mode(llama, constraint, jump_forward)
     sampler = TokenSampler(llama, sampling, control_tokens(llama) if constraint is not None else None)
     pending: int | None = None  # the sampler's choice where a draft was cut: the next token
     try:
@@ -233,23 +271,8 @@ def decode(
             out += step
             if draft:
                 assert constraint is not None
-                kept = llama.n_tokens + 1
-                _eval_rows(llama, step + draft)
-                try:
-                    for row, forced in enumerate(draft):
-                        sampler.row = row
-                        choice = constraint.choose(sampler)
-                        if choice != forced:
-                            pending = choice
-                            break
-                        sampler.accept(forced)
-                        constraint.accept(forced)
-                        constraint.forced_tokens += 1
-                        out.append(forced)
-                        kept += 1
-                finally:
-                    sampler.row = -1
-                _rewind(llama, kept)  # the rows after the first other choice
+                accepted, pending = _verify(llama, sampler, constraint, token, draft)
+                out += accepted
             stop = on_token is not None and on_token(len(out))
             if stop or len(out) >= budget:
                 finish = "cancelled" if stop else finish

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...demo import demo_model_path
 from ...errors import MangakaError
-from .common import gemma_path
+from .common import gemma_path, tiny_model
 from .decoding import (
     constrained_vs_free,
     free_vs_llama_bench,
@@ -49,7 +49,15 @@ def run(
             gemma_path(), threads, gpu_layers, n, reps if quick else 5, engine
         ),
         "jump_forward": lambda: jump_forward(
-            {"": gemma_path(), "embedded": demo_model_path()}, threads, gpu_layers, n, reps if quick else 5
+            {
+                "": gemma_path(),
+                "embedded": demo_model_path(),
+                "qwen35moe": tiny_model("qwen35moe-32k", arch="qwen35moe", context_length=32768),
+            },
+            threads,
+            gpu_layers,
+            n,
+            reps if quick else 5,
         ),
         "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
         "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),

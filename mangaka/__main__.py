@@ -37,6 +37,7 @@ def _count(text: str) -> int | str:
 
 def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
     from .llm.base import PRESETS
+    from .llm.decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD
     from .screenplay.models import MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
     from .screenplay.request import DEFAULT_SAMPLING, MAX_ATTEMPTS, PROMPT_LANGUAGES
     from .screenplay.scenes import DEFAULT_SCENE_CHARS
@@ -57,6 +58,13 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
         choices=FLASH_ATTN_MODES,
         default="auto",
         help="flash attention; auto = on where the device supports it (default)",
+    )
+    p.add_argument(
+        "--jump-forward",
+        choices=JUMP_FORWARD,
+        default=DEFAULT_JUMP_FORWARD,
+        help="the tokens a schema forces, in one batch: exact = verified, the same output (default); "
+        "canonical = unverified, faster, other output; off = one token at a time",
     )
     p.add_argument(
         "--panels",

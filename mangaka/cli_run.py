@@ -265,7 +265,13 @@ def open_llm(args: argparse.Namespace, model: Path | None = None) -> LLM:
     from .llm import inprocess
 
     model = model or args.model
-    llm = inprocess.LlamaCppLLM(model, load_options_from_args(args), args.lora, args.lora_scale)
+    llm = inprocess.LlamaCppLLM(
+        model,
+        load_options_from_args(args),
+        args.lora,
+        args.lora_scale,
+        jump_forward=getattr(args, "jump_forward", inprocess.DEFAULT_JUMP_FORWARD),
+    )
     log.info("model: %s", llm.model.report())
     return llm
 

@@ -40,6 +40,7 @@ COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "panels": ("panels", int),
     "dialogue": ("dialogue", int),
     "ctx": ("ctx", int),
+    "jump_forward": ("jump_forward", str),
 }
 NONE = "none"
 
@@ -108,6 +109,7 @@ def _override(args: argparse.Namespace, spec: str) -> argparse.Namespace:
 def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     """A checked configuration from (possibly overridden) arguments; loads nothing."""
     from ..cli_run import check_model_args, load_options_from_args, request_from_args
+    from ..llm.decode import JUMP_FORWARD
     from ..screenplay.models import MAX_DIALOGUE, MAX_PANELS
     from ..screenplay.request import check_count
 
@@ -121,6 +123,11 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     if args.model:
         load_options_from_args(args)
         check_model_args(args, args.model)
+    if args.jump_forward not in JUMP_FORWARD:
+        raise InputError(
+            f"configuration {name}: jump_forward must be one of {', '.join(JUMP_FORWARD)}, "
+            f"not {args.jump_forward!r}"
+        )
     settings = {
         "model": str(args.model) if args.model else None,
         "lora": str(args.lora) if args.lora else None,
@@ -133,6 +140,7 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
         "sampling": args.sampling,
         "panels": args.panels,
         "dialogue": args.dialogue,
+        "jump_forward": args.jump_forward,
     }
     return EvalConfig(name, settings, request, args.panels, args.dialogue)
 

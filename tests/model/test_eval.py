@@ -52,3 +52,20 @@ def test_eval_scores_two_chapters_then_compares_a_second_configuration(tmp_path)
     assert "prompt_language=zh" in again.stdout and "a vs b" in again.stdout
     for chapter in CHAPTERS:
         assert (out / "b" / f"{chapter}.seed0.json").is_file()
+
+
+def test_exact_jump_forward_scores_what_one_token_at_a_time_scores(tmp_path):
+    """The eval before and after exact jump-forward (the default) on the embedded model, with the
+    default seeded sampling: the same screenplay, so the same scores."""
+    out = tmp_path / "results"
+    run = mangaka(
+        "eval", "gold", "--model", str(demo_model_path()), "--chapters", "en1", "--seeds", "1",
+        "--panels", "2", "--dialogue", "2", "--out", str(out), "--compare", "jump_forward=off", "--json",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout)
+    a, b = report["configs"]["a"], report["configs"]["b"]
+    assert (a["settings"]["jump_forward"], b["settings"]["jump_forward"]) == ("exact", "off")
+    saved = [json.loads((out / k / "en1.seed0.json").read_text(encoding="utf-8")) for k in "ab"]
+    assert saved[0]["screenplay"] is not None and saved[0]["screenplay"] == saved[1]["screenplay"]
+    assert a["mean"]["quote_recall"] == b["mean"]["quote_recall"]

@@ -88,6 +88,16 @@ def test_a_configuration_needs_a_model_or_a_server_and_valid_options(tmp_path):
         _config("a", _apply(args_of("gold", "--remote", "http://x"), ["prompt_language=fr"]))
     with pytest.raises(Exception, match="not-a-model"):
         _config("a", args_of("gold", "--model", str(tmp_path / "not-a-model.gguf")))
+    with pytest.raises(
+        InputError, match=r"configuration b: jump_forward must be one of off, exact, canonical"
+    ):
+        _config("b", _apply(args_of("gold", "--remote", "http://x"), ["jump_forward=fast"]))
+    assert (
+        _config("b", _apply(args_of("gold", "--remote", "http://x"), ["jump-forward=off"])).settings[
+            "jump_forward"
+        ]
+        == "off"
+    )
 
 
 def test_each_chapter_is_asked_for_its_references_counts_in_its_language():

@@ -27,7 +27,7 @@ from ..errors import InputError, LoraError, MangakaError, ModelFileError
 from .base import CancelFn, ProgressFn
 from .constrain import forget_model
 from .gguf_info import GGUFInfo, read_gguf_info
-from .memory import Placement, kv_cache_bytes, placement, plan_release
+from .memory import Placement, kv_cache_bytes, placement, plan_release, recurrent_state_bytes
 from .native import check_architecture, gpu_offload, import_llama_cpp
 from .patches import LoadProgress, check_flash_attn, flash_attn_type, recurrent_snapshots
 from .prefix import PrefixCache
@@ -108,7 +108,7 @@ class LoadedModel:
     n_ctx: int
     load_seconds: float
     placement: Placement = "ram"  # where its memory lives: "gpu" when layers are offloaded
-    size_bytes: int = 0  # what it holds: the weights file plus the f16 KV cache at its context
+    size_bytes: int = 0  # what it holds: the weights file, the f16 KV cache at its context, recurrent states
     lock: threading.RLock = field(default_factory=threading.RLock)
     adapters: dict[Path, Any] = field(default_factory=dict)  # adapter file → llama_adapter_lora*
     active_lora: tuple[Path, float] | None = None
@@ -330,7 +330,10 @@ def _load(
         n_ctx=llama.n_ctx(),
         load_seconds=time.monotonic() - started,
         placement=placement(options.n_gpu_layers, gpu_offload()),
-        size_bytes=path.stat().st_size + kv_cache_bytes(info, llama.n_ctx()),
+        # the weights, the KV cache, and the recurrent state with its rollback snapshots
+        size_bytes=path.stat().st_size
+        + kv_cache_bytes(info, llama.n_ctx())
+        + recurrent_state_bytes(info) * (1 + rollback),
     )
     loaded.install_abort_callback(llama_cpp)
     log.info("loaded %s", loaded.report())

@@ -42,6 +42,29 @@ def kv_cache_bytes(info: GGUFInfo, n_ctx: int) -> int:
     return attention_layers * n_ctx * heads_kv * (k + v) * 2
 
 
+def recurrent_state_bytes(info: GGUFInfo) -> int:
+    """Bytes of one sequence's recurrent state (f32) in a hybrid model's Gated DeltaNet layers:
+    the state matrices (value heads × key dim × value dim) and the convolution's last
+    ``conv_kernel - 1`` inputs; 0 for a model without such layers. Qwen3.5-35B-A3B: about 63 MB."""
+    arch = info.architecture
+    meta: dict[str, Any] = info.metadata
+
+    def get(key: str, default: int = 0) -> int:
+        value = meta.get(f"{arch}.{key}", default)
+        return int(value) if isinstance(value, (int, float)) else default
+
+    interval = get("full_attention_interval")
+    heads_v, d_k, inner = get("ssm.time_step_rank"), get("ssm.state_size"), get("ssm.inner_size")
+    if interval <= 1 or not (heads_v and d_k and inner):
+        return 0
+    layers = get("block_count")
+    recurrent_layers = layers - math.ceil(layers / interval)
+    d_v = inner // heads_v
+    conv_channels = inner + 2 * get("ssm.group_count") * d_k
+    per_layer = heads_v * d_k * d_v + (get("ssm.conv_kernel") - 1) * conv_channels
+    return recurrent_layers * per_layer * 4
+
+
 def placement(n_gpu_layers: int, gpu_offload: bool) -> Placement:
     """Where a model's memory lives: on the GPU when any layer is offloaded (``n_gpu_layers`` -1
     or above 0) by a build that can offload, else in RAM (a CPU-only build ignores the option)."""

@@ -16,7 +16,7 @@ from mangaka.llm.inprocess import (
     release_if_asked,
     resident_models,
 )
-from mangaka.llm.memory import kv_cache_bytes
+from mangaka.llm.memory import kv_cache_bytes, recurrent_state_bytes
 from tests.model.test_inprocess import GREEDY, SMALL, USER
 
 
@@ -24,10 +24,29 @@ def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):
     llm = LlamaCppLLM(qwen35moe, SMALL)
     model = llm.model
     assert model.placement == "ram"  # gpu_layers 0
-    assert model.size_bytes == qwen35moe.stat().st_size + kv_cache_bytes(model.info, model.n_ctx)
+    state = recurrent_state_bytes(model.info)  # and the recurrent state with its rollback snapshots
+    assert model.size_bytes == qwen35moe.stat().st_size + kv_cache_bytes(model.info, model.n_ctx) + state * (
+        1 + SMALL.rollback_tokens
+    )
     assert resident_models("ram") == [model] and resident_models("gpu") == []
     assert loaded_bytes() == loaded_bytes("ram") == model.size_bytes and loaded_bytes("gpu") == 0
     assert f"{model.size_bytes / 2**20:.0f} MB in RAM" in model.report()
+
+
+def test_the_recurrent_state_estimate_is_what_llama_cpp_saves_of_it(qwen35moe, qwen3moe):
+    """llama.cpp's own size of a sequence's recurrent state (the partial state it saves for a
+    hybrid model) against ours, from the GGUF header: ours plus its small headers."""
+    import llama_cpp
+
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    llama = llm.model.llama
+    llm.complete(USER, sampling=GREEDY, max_tokens=2)  # a sequence to measure
+    saved = llama_cpp.llama_state_seq_get_size_ext(
+        llama._ctx.ctx, 0, llama_cpp.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY
+    )
+    ours = recurrent_state_bytes(llm.model.info)
+    assert ours > 0 and 0 <= saved - ours < 1024, (saved, ours)
+    assert recurrent_state_bytes(LlamaCppLLM(qwen3moe, SMALL).model.info) == 0  # attention only
 
 
 def test_make_room_frees_only_what_lives_there_and_only_when_short(qwen35moe):

@@ -17,9 +17,12 @@ Jump-forward (``jump_forward``; the llguidance engine only, others decode one to
   punctuation, the rest of an enum value) are evaluated with it in one batch, logits for every
   row, and verified row by row: each is kept while it is the token the sampler itself chooses
   there (grammar applied, as one token at a time would); at the first other choice the rest is
-  dropped from the memory and that choice is the next token. The output is the
-  one-token-at-a-time output (up to floating-point differences between a batch and single
-  tokens, which can flip a near tie). Needs a memory that can drop positions
+  dropped from the memory and that choice is the next token. The choices are those of one token
+  at a time, from logits that differ only by floating-point noise: llama.cpp's CPU kernels sum
+  a batch's rows in another order than a single token's (over a long prompt, as much as a
+  prompt evaluated in one batch differs from the same tokens decoded one by one). Greedy
+  output changes only where that flips a near tie; seeded sampling draws another sample of the
+  same distribution. Needs a memory that can drop positions
   (``rewind_limit``): a hybrid model without recurrent-state snapshots decodes one token at a
   time.
 - ``"canonical"``: the forced tokens are taken as llguidance tokenizes them, unverified, logits

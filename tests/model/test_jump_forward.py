@@ -1,6 +1,6 @@
 """Jump-forward decoding (the tokens a schema forces, evaluated in one batch), against one token
 at a time, for each schema of the Screenwriter and two user schemas, on the tiny models (hybrid
-qwen35moe, attention-only qwen3moe) and the embedded model.
+qwen35moe, attention-only qwen3moe) and the embedded model, on a short prompt.
 
 ``exact`` (the default) verifies each forced token against the sampler's own choice from that
 batch row and drops the rest at the first other choice, so it writes what one token at a time
@@ -14,6 +14,7 @@ and save one decode step each."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -158,6 +159,21 @@ def test_canonical_jump_forward_is_valid_and_says_where_it_differs(model, name, 
         )
         log.warning("%s on %s: canonical text differs at %d: %r vs %r", name, model.name, at,
                     plain[at - 20 : at + 20], text[at - 20 : at + 20])  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_exact_jump_forward_samples_what_one_token_at_a_time_samples(model, seed, monkeypatch):
+    """Seeded sampling (the Screenwriter's default preset): each verified row draws from the
+    sampler as one token at a time would, so the same seed writes the same text (on a short
+    prompt, where a batch's logits equal one token's bit for bit)."""
+    sampling = dataclasses.replace(PRESETS["qwen3.5-instruct"], seed=seed)
+    texts = {}
+    for mode in ("off", "exact"):
+        llm = LlamaCppLLM(model, OPTIONS, jump_forward=mode)
+        done = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=sampling, max_tokens=3000)
+        texts[mode] = (done.text, llm.last_forced_tokens)
+    assert texts["exact"][1] > 0
+    assert texts["exact"][0] == texts["off"][0]
 
 
 def test_a_hybrid_model_without_snapshots_decodes_one_token_at_a_time(qwen35moe, monkeypatch):

@@ -12,6 +12,7 @@ arithmetic, no ComfyUI, no llama.cpp.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,16 +24,16 @@ Placement = Literal["gpu", "ram"]
 MB = 2**20
 
 
+def _hparam(info: GGUFInfo, key: str, default: int = 0) -> int:
+    """The whole-number hyperparameter ``ARCH.key`` of the model's header, or ``default``."""
+    value: Any = info.metadata.get(f"{info.architecture}.{key}", default)
+    return int(value) if isinstance(value, (int, float)) else default
+
+
 def kv_cache_bytes(info: GGUFInfo, n_ctx: int) -> int:
     """Bytes of the f16 KV cache at ``n_ctx`` tokens; a hybrid model (``full_attention_interval``)
     keeps one only for its attention layers."""
-    arch = info.architecture
-    meta: dict[str, Any] = info.metadata
-
-    def get(key: str, default: int = 0) -> int:
-        value = meta.get(f"{arch}.{key}", default)
-        return int(value) if isinstance(value, (int, float)) else default
-
+    get = functools.partial(_hparam, info)
     layers = get("block_count")
     interval = get("full_attention_interval", 1) or 1
     attention_layers = math.ceil(layers / interval) if interval > 1 else layers
@@ -46,13 +47,7 @@ def recurrent_state_bytes(info: GGUFInfo) -> int:
     """Bytes of one sequence's recurrent state (f32) in a hybrid model's Gated DeltaNet layers:
     the state matrices (value heads × key dim × value dim) and the convolution's last
     ``conv_kernel - 1`` inputs; 0 for a model without such layers. Qwen3.5-35B-A3B: about 63 MB."""
-    arch = info.architecture
-    meta: dict[str, Any] = info.metadata
-
-    def get(key: str, default: int = 0) -> int:
-        value = meta.get(f"{arch}.{key}", default)
-        return int(value) if isinstance(value, (int, float)) else default
-
+    get = functools.partial(_hparam, info)
     interval = get("full_attention_interval")
     heads_v, d_k, inner = get("ssm.time_step_rank"), get("ssm.state_size"), get("ssm.inner_size")
     if interval <= 1 or not (heads_v and d_k and inner):

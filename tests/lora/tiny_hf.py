@@ -1,7 +1,15 @@
-"""A tiny random-weight ``Qwen3_5MoeForCausalLM`` written with transformers, with a byte-level BPE
-tokenizer trained on the pack's own prompts and gold chapters (run with the LoRA Python:
-``python tests/lora/tiny_hf.py OUT_DIR``), and the greedy tokens of it (with a PEFT adapter) for
-given prompt ids (``python tests/lora/tiny_hf.py --greedy MODEL_DIR IDS N [ADAPTER_DIR]``).
+"""A tiny random-weight Qwen3.5 MoE written with transformers, with a byte-level BPE tokenizer
+trained on the pack's own prompts and gold chapters (run with the LoRA Python):
+
+* ``python tests/lora/tiny_hf.py OUT_DIR``: a ``Qwen3_5MoeForCausalLM`` (text only);
+* ``python tests/lora/tiny_hf.py --checkpoint OUT_DIR``: the layout of the published
+  Qwen3.5-35B-A3B checkpoint: ``Qwen3_5MoeForConditionalGeneration`` (a vision tower, the text
+  model under ``model.language_model``, ``text_config`` nested in ``config.json``) with a
+  multi-token-prediction layer (``mtp.*`` tensors, ``mtp_num_hidden_layers: 1``), which
+  transformers does not model and llama.cpp's converter turns into a NextN block;
+* ``python tests/lora/tiny_hf.py --gaps MODEL_DIR IDS TOKENS [ADAPTER_DIR]``: along ``TOKENS``
+  after the prompt ``IDS``, for each step how far the token's logit is below transformers' best
+  (0 where it is transformers' greedy choice), with a PEFT adapter if given.
 
 Both kinds of layer (three Gated DeltaNet, one full attention), four routed experts (two a token)
 and a shared expert: Qwen3.5-35B-A3B's architecture at about 0.6 M parameters."""
@@ -25,7 +33,7 @@ def texts() -> list[str]:
     return [p.read_text(encoding="utf-8") for p in sorted(files) if p.is_file()]
 
 
-def make(out: Path) -> None:
+def make(out: Path):
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
@@ -56,10 +64,41 @@ def make(out: Path) -> None:
     config.architectures = ["Qwen3_5MoeForCausalLM"]
     torch.manual_seed(0)
     Qwen3_5MoeForCausalLM(config).save_pretrained(out)
+    return config
 
 
-def greedy(model_dir: str, ids: list[int], n: int, adapter: str | None) -> list[int]:
-    """Greedy tokens by full forward passes (no cache): transformers' reference, step by step."""
+def make_checkpoint(out: Path) -> None:
+    """The published checkpoint's layout: vision tower, nested text config, an MTP layer."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import Qwen3_5MoeConfig, Qwen3_5MoeForConditionalGeneration
+
+    text = make(out)
+    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+              "out_hidden_size": text.hidden_size, "num_position_embeddings": 64}  # fmt: skip
+    config = Qwen3_5MoeConfig(text_config=text.to_dict(), vision_config=vision)
+    config.architectures = ["Qwen3_5MoeForConditionalGeneration"]
+    for old in out.glob("*.safetensors"):
+        old.unlink()
+    torch.manual_seed(0)
+    Qwen3_5MoeForConditionalGeneration(config).save_pretrained(out)
+    # the MTP layer as the checkpoint has it: a full-attention MoE layer and its input projection
+    weights = load_file(out / "model.safetensors")
+    last = f"model.language_model.layers.{text.num_hidden_layers - 1}."
+    for name in [n for n in weights if n.startswith(last)]:
+        weights["mtp.layers.0." + name[len(last) :]] = weights[name].clone()
+    weights["mtp.fc.weight"] = torch.randn(text.hidden_size, 2 * text.hidden_size) * 0.1
+    for norm in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
+        weights[f"mtp.{norm}.weight"] = torch.ones(text.hidden_size)
+    save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
+    config_json = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    config_json["text_config"]["mtp_num_hidden_layers"] = 1
+    (out / "config.json").write_text(json.dumps(config_json, indent=2), encoding="utf-8")
+
+
+def gaps(model_dir: str, ids: list[int], tokens: list[int], adapter: str | None) -> list[float]:
+    """For each of ``tokens``: transformers' best logit minus the token's, by full forward passes
+    (no cache) along the prompt and the tokens before it."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -69,21 +108,21 @@ def greedy(model_dir: str, ids: list[int], n: int, adapter: str | None) -> list[
 
         model = PeftModel.from_pretrained(model, adapter)
     model.eval()
-    seq, eos = list(ids), model.config.eos_token_id
+    seq, out = list(ids), []
     with torch.no_grad():
-        for _ in range(n):
-            token = int(model(torch.tensor([seq])).logits[0, -1].argmax())
-            if token == eos:
-                break
+        for token in tokens:
+            logits = model(torch.tensor([seq])).logits[0, -1]
+            out.append(float(logits.max() - logits[token]))
             seq.append(token)
-    return seq[len(ids) :]
+    return out
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--greedy":
+    if sys.argv[1] == "--gaps":
         adapter = sys.argv[5] if len(sys.argv) > 5 else None
-        sys.stdout.write(
-            json.dumps(greedy(sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]), adapter)) + "\n"
-        )
+        found = gaps(sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4]), adapter)
+        sys.stdout.write(json.dumps(found) + "\n")
+    elif sys.argv[1] == "--checkpoint":
+        make_checkpoint(Path(sys.argv[2]))
     else:
         make(Path(sys.argv[1]))

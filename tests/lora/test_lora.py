@@ -184,3 +184,46 @@ def test_the_published_layout_vision_tower_and_mtp_layer_trains_converts_and_agr
     _, lora_tokens, lora_text = pack_greedy(gguf, out)  # the manifest beside it is checked too
     assert lora_text.strip() != base_text.strip()
     assert_same_greedy(hf, ids, lora_tokens, out.with_name(out.name + ".checkpoints") / "final")
+
+
+LOSSES = """
+import json, sys, torch
+sys.path.insert(0, "lora")
+import train
+from pathlib import Path
+from transformers import AutoModelForCausalLM, AutoTokenizer
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32)
+examples, _ = train.load_examples(Path(sys.argv[2]), AutoTokenizer.from_pretrained(sys.argv[1]), 8192)
+out = []
+for ids, prompt_len in examples:
+    x = torch.tensor([ids])
+    labels = x.clone()
+    labels[0, :prompt_len] = -100
+    masked = float(model(input_ids=x, labels=labels).loss)
+    out.append([masked, float(train.answer_loss(model, x, prompt_len))])
+print(json.dumps(out))
+"""
+
+
+def test_the_answer_only_loss_and_gradient_checkpointing_change_no_number(base, tmp_path):
+    """lora/train.py's memory savings: logits for the answer's positions only (the loss equals
+    transformers' masked ``labels`` loss) and gradient checkpointing (on by default: the same
+    losses as without it)."""
+    hf, _ = base
+    data = export(("en3", "zh2"), tmp_path)
+    done = run(lora_python(), "-c", LOSSES, str(hf), str(data / "train.jsonl"))
+    pairs = json.loads(done.stdout.splitlines()[-1])
+    assert len(pairs) == 4
+    for labels_loss, answer_loss in pairs:
+        assert abs(labels_loss - answer_loss) < 1e-4 * labels_loss, pairs
+    runs = {}
+    for mode in ("on", "off"):
+        out = tmp_path / f"checkpointing-{mode}.gguf"
+        run(lora_python(), "lora/train.py", "--base", str(hf), "--data", str(data), "--out", str(out),
+            "--max-steps", "3", "--lr", "5e-3", "--gradient-checkpointing", mode)  # fmt: skip
+        manifest = out.with_name(out.name + ".manifest.json")
+        runs[mode] = json.loads(manifest.read_text(encoding="utf-8"))["training"]
+    assert runs["on"]["gradient_checkpointing"] and not runs["off"]["gradient_checkpointing"]
+    assert runs["on"]["loss_last"] != runs["on"]["loss_first"]  # it trained
+    for key in ("loss_first", "loss_last"):
+        assert abs(runs["on"][key] - runs["off"][key]) < 1e-3, runs

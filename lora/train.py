@@ -17,9 +17,13 @@ write its manifest::
 * **Output**: ``OUT`` (the GGUF LoRA) and ``OUT.manifest.json`` (base, rank, targets, dataset
   card, settings, losses), written together at the end; checkpoints (PEFT adapters) in
   ``OUT.checkpoints/step-N`` every ``--checkpoint-every`` steps. A progress bar shows the loss.
-* **Memory**: the base's weights in bf16 on a GPU (Qwen3.5-35B-A3B: about 70 GB, so an 80 GB
-  card; or 8-bit/4-bit loading, not offered here) plus activations for ``--max-tokens``; on a CPU
-  only small models train (``--device cpu`` refuses a base over ``CPU_LIMIT_GB``).
+* **Memory**: the base's weights in bf16 on a GPU (Qwen3.5-35B-A3B: 69.3 GB) plus one step
+  (about 6.5 GiB at ``--max-tokens 8192``, measured with ``lora/measure.py``): an 80 GB card.
+  Two things keep the step small, both on by default and both shown to change no loss:
+  gradient checkpointing (``--gradient-checkpointing``) and a loss that computes logits only at
+  the answer's positions, a chunk at a time (``answer_loss``). On a GPU the estimate is compared
+  with the free memory before anything loads (``check_gpu_room``); on a CPU only small models
+  train (``--device cpu`` refuses a base over ``CPU_LIMIT_GB``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ DEFAULT_TARGETS = (
     "gate_proj", "up_proj", "down_proj",
 )  # fmt: skip
 CPU_LIMIT_GB = 8.0
+LOSS_CHUNK = 512  # answer positions whose logits exist at one time (see answer_loss)
+# One step's memory beyond the weights, measured by lora/measure.py (see memory_needed_gb)
+STEP_GB_FIXED = 2.1
+STEP_GB_PER_KTOKEN = {"on": 0.6, "off": 17.2}
 
 
 class TrainError(Exception):
@@ -97,6 +105,31 @@ def weights_gb(base: Path) -> float:
     return sum(p.stat().st_size for p in base.glob("*.safetensors")) / 1e9
 
 
+def memory_needed_gb(weights: float, max_tokens: int, checkpointing: str) -> float:
+    """The base's weights plus what one step of an example of ``max_tokens`` tokens needs, in GB:
+    ``STEP_GB_FIXED + STEP_GB_PER_KTOKEN[checkpointing] · max_tokens / 1000``. The figures are
+    ``lora/measure.py``'s at Qwen3.5-35B-A3B's width (a 4-layer slice, 1024 and 2048 tokens, on
+    CPU), extrapolated to its 40 layers: an estimate, for that model."""
+    return weights + STEP_GB_FIXED + STEP_GB_PER_KTOKEN[checkpointing] * max_tokens / 1000
+
+
+def check_gpu_room(weights: float, args: argparse.Namespace, free: float) -> None:
+    """Before the weights are loaded: refuse when they alone cannot fit in the GPU's free memory,
+    warn when a step at ``--max-tokens`` may not."""
+    need = memory_needed_gb(weights, args.max_tokens, args.gradient_checkpointing)
+    if weights > free:
+        raise TrainError(
+            f"--base {args.base} has {weights:.0f} GB of weights but the GPU has {free:.0f} GB free: "
+            f"training it needs about {need:.0f} GB (a GPU with more memory, or free this one)"
+        )
+    if need > free:
+        fix = "turn --gradient-checkpointing on or " if args.gradient_checkpointing == "off" else ""
+        log.warning(
+            "a step at --max-tokens %d may need about %.0f GB and the GPU has %.0f GB free: if it runs "
+            "out of memory, %slower --max-tokens", args.max_tokens, need, free, fix,
+        )  # fmt: skip
+
+
 def load_examples(path: Path, tokenizer, max_tokens: int) -> tuple[list[tuple[list[int], int]], int]:
     """Each example as (token ids, prompt length); the skipped count (longer than ``max_tokens``)."""
     out, skipped = [], 0
@@ -117,16 +150,30 @@ def load_examples(path: Path, tokenizer, max_tokens: int) -> tuple[list[tuple[li
     return out, skipped
 
 
-def answer_loss(model, ids, prompt_len: int):
-    """Mean cross-entropy of the answer's tokens (``ids[0, prompt_len:]``), as transformers'
-    ``labels`` loss with the prompt masked, but with logits for the answer's positions only: at
-    Qwen3.5's 248k vocabulary the logits of a whole 8k-token example are 8 GB in fp32 (16 GB with
-    their gradient), and the prompt (the chapter) is most of an example."""
+def answer_loss(model, ids, prompt_len: int, chunk: int = LOSS_CHUNK):
+    """Mean cross-entropy of the answer's tokens (``ids[0, prompt_len:]``): transformers' ``labels``
+    loss with the prompt masked, in less memory. At Qwen3.5's 248k vocabulary the logits of every
+    position of an 8k-token example are 8 GB in fp32, more with their softmax and gradient; here
+    only the answer's positions get logits, ``chunk`` at a time, each chunk recomputed in the
+    backward pass instead of kept."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    lm = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT's wrapper
+    hidden = lm.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state
+    hidden, targets = hidden[0, prompt_len - 1 : -1], ids[0, prompt_len:]  # each predicts the next
+    head = lm.get_output_embeddings()
+    total = hidden.new_zeros((), dtype=torch.float32)
+    for at in range(0, targets.shape[0], chunk):
+        piece = hidden[at : at + chunk], targets[at : at + chunk]
+        total = total + checkpoint(_summed_loss, head, *piece, use_reentrant=False)
+    return total / targets.shape[0]
+
+
+def _summed_loss(head, hidden, targets):
     import torch
 
-    keep = ids.shape[1] - prompt_len + 1  # positions prompt_len-1 … end, each predicting the next
-    logits = model(input_ids=ids, logits_to_keep=keep, use_cache=False).logits[0, :-1]
-    return torch.nn.functional.cross_entropy(logits.float(), ids[0, prompt_len:])
+    return torch.nn.functional.cross_entropy(head(hidden).float(), targets, reduction="sum")
 
 
 def train(args: argparse.Namespace) -> dict:
@@ -144,10 +191,13 @@ def train(args: argparse.Namespace) -> dict:
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     size = weights_gb(args.base)
     if device == "cpu" and size > CPU_LIMIT_GB:
+        need = memory_needed_gb(size, args.max_tokens, args.gradient_checkpointing)
         raise TrainError(
             f"--base {args.base} has {size:.0f} GB of weights: train it on a GPU with at least "
-            f"{size * 1.15 + 6:.0f} GB of memory (--device cuda); a CPU trains small models only"
+            f"{need:.0f} GB of memory (--device cuda); a CPU trains small models only"
         )
+    if device == "cuda":
+        check_gpu_room(size, args, torch.cuda.mem_get_info()[0] / 1e9)
     random.seed(args.seed)
     torch.manual_seed(args.seed)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -205,9 +255,11 @@ def train(args: argparse.Namespace) -> dict:
             if args.checkpoint_every and step % args.checkpoint_every == 0 and step < steps:
                 model.save_pretrained(checkpoints / f"step-{step}")
     except torch.cuda.OutOfMemoryError:
+        fix = "turn --gradient-checkpointing on, or " if args.gradient_checkpointing == "off" else ""
         raise TrainError(
-            f"out of GPU memory at step {len(losses) + 1}: lower --max-tokens (now {args.max_tokens}) or "
-            f"--rank (now {args.rank})"
+            f"out of GPU memory at step {len(losses) + 1}: {fix}lower --max-tokens (now {args.max_tokens}, "
+            f"the longest example kept) or --rank (now {args.rank}); `python lora/measure.py` shows what a "
+            "step needs"
         ) from None
     finally:
         bar.close()

@@ -77,3 +77,30 @@ def test_an_existing_lora_is_never_overwritten(setup):
     setup["out"].write_bytes(b"GGUF")
     run = train(*args_of(setup))
     assert run.returncode == 1 and "exists; give a new --out" in run.stderr
+
+
+def load_train():
+    """lora/train.py as a module (its torch imports are inside train(), so this Python can)."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "lora"))
+    spec = importlib.util.spec_from_file_location("mangaka_lora_train", ROOT / "lora" / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_memory_estimate_and_the_gpu_room_check(caplog):
+    train = load_train()
+    # Qwen3.5-35B-A3B's 69.3 GB of bf16 text weights at the default 8192 tokens: an 80 GB card
+    assert 75 < train.memory_needed_gb(69.3, 8192, "on") < 80
+    assert train.memory_needed_gb(69.3, 8192, "off") > 200  # why checkpointing is on by default
+    args = train.build_parser().parse_args(["--base", "B", "--data", "D", "--out", "o.gguf"])
+    train.check_gpu_room(69.3, args, free=79.0)  # fits: nothing said
+    assert "may need" not in caplog.text
+    with caplog.at_level("WARNING", logger="mangaka.lora"):
+        train.check_gpu_room(69.3, args, free=74.0)
+    assert "may need about 76 GB and the GPU has 74 GB free" in caplog.text
+    assert "lower --max-tokens" in caplog.text
+    with pytest.raises(train.TrainError, match=r"--base B has 69 GB of weights but the GPU has 40 GB free"):
+        train.check_gpu_room(69.3, args, free=40.0)

@@ -33,6 +33,7 @@ from .manga_page import manga_page_run
 from .memory import lora_memory
 from .page import page_compose
 from .remote import remote_concurrency
+from .training import lora_train
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ def run(
         ),
         "prefix": lambda: prefix_reuse(threads),
         "lora_memory": lambda: lora_memory(gemma_path(), threads),
+        "lora_train": lambda: lora_train(quick),
         "page": lambda: page_compose(reps),
         "remote": lambda: remote_concurrency(threads),
         "demo": lambda: demo_run(threads),

@@ -202,7 +202,8 @@ def train(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     tokenizer = AutoTokenizer.from_pretrained(args.base)
-    model = AutoModelForCausalLM.from_pretrained(args.base, dtype=dtype).to(device)
+    # straight onto the device, shard by shard (not 70 GB through host memory first)
+    model = AutoModelForCausalLM.from_pretrained(args.base, dtype=dtype, device_map=device)
     if args.gradient_checkpointing == "on":  # recompute each layer's activations in the backward pass
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}

@@ -227,3 +227,50 @@ def test_the_answer_only_loss_and_gradient_checkpointing_change_no_number(base, 
     assert runs["on"]["loss_last"] != runs["on"]["loss_first"]  # it trained
     for key in ("loss_first", "loss_last"):
         assert abs(runs["on"][key] - runs["off"][key]) < 1e-3, runs
+
+
+FAULT = """
+import sys, torch
+sys.path.insert(0, "lora")
+import train
+fault, at = sys.argv[1], int(sys.argv[2])
+step, calls = torch.optim.AdamW.step, []
+def failing(self, *args, **kwargs):  # a fake fault at optimizer step AT, raised by the test
+    calls.append(1)
+    if len(calls) == at:
+        raise torch.cuda.OutOfMemoryError("out of memory (fake)") if fault == "oom" else KeyboardInterrupt
+    return step(self, *args, **kwargs)
+torch.optim.AdamW.step = failing
+sys.exit(train.main(sys.argv[3:]))
+"""
+
+
+OOM = "out of GPU memory at step 3: "
+
+
+@pytest.mark.parametrize(
+    ("fault", "checkpointing", "code", "message"),
+    [
+        ("oom", "on", 1, OOM + "lower --max-tokens (now 8192, the longest example kept) or --rank (now 16)"),
+        ("oom", "off", 1, OOM + "turn --gradient-checkpointing on, or lower --max-tokens"),
+        ("interrupt", "on", 130, "interrupted: nothing was written but the checkpoints"),
+    ],
+)
+def test_out_of_memory_or_interrupted_training_says_what_to_do_and_writes_no_lora(
+    base, tmp_path, fault, checkpointing, code, message
+):
+    """The GPU's out-of-memory error is a fake here (no GPU), raised where the real one would be."""
+    hf, _ = base
+    data = export(("en3",), tmp_path)
+    out = tmp_path / "manga.gguf"
+    args = ["--base", str(hf), "--data", str(data), "--out", str(out), "--max-steps", "4",
+            "--checkpoint-every", "1", "--gradient-checkpointing", checkpointing]  # fmt: skip
+    done = subprocess.run(
+        [lora_python(), "-c", FAULT, fault, "3", *args], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == code, done.stderr[-3000:]
+    assert message in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert not out.exists() and not out.with_name(out.name + ".manifest.json").exists()
+    # the checkpoints before the fault are kept: steps 1 and 2 finished
+    kept = sorted(p.name for p in out.with_name(out.name + ".checkpoints").iterdir())
+    assert kept == ["step-1", "step-2"], kept

@@ -15,6 +15,7 @@ import copy
 import json
 import logging
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -161,9 +162,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
         llm = open_llm(config_args)
         summaries.append(summarise(config, run_config(llm, config, cases, seeds, out, progress)))
     report = eval_report(set_name, cases, seeds, out, summaries)
+    report["lora_manifests"] = record_in_manifests(report, summaries)
     text = json.dumps(report, ensure_ascii=False, indent=2) if args.json else format_report(report)
     sys.stdout.write(text + "\n")
     return 0
+
+
+def record_in_manifests(report: dict[str, Any], summaries: list[ConfigSummary]) -> list[str]:
+    """Each LoRA evaluated gets this eval in its manifest's ``eval`` list (``lora/train.py``'s
+    ``NAME.gguf.manifest.json``, when it is beside the LoRA): the set, chapters, seeds, its
+    configuration's settings and mean figures, and those of the configuration it was compared
+    with. The manifests written; one that cannot be written is named in a warning."""
+    from ..errors import LoraError
+    from ..llm.lora import record_eval
+
+    written = []
+    for summary in summaries:
+        lora = summary.config.settings.get("lora")
+        if not lora:
+            continue
+        other = next((o for o in summaries if o is not summary), None)
+        record = {
+            "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "set": report["set"],
+            "chapters": report["chapters"],
+            "seeds": report["seeds"],
+            "settings": summary.config.settings,
+            "mean": summary.mean,
+            "against": None if other is None else {"settings": other.config.settings, "mean": other.mean},
+        }
+        try:
+            path = record_eval(Path(lora), record)
+        except (OSError, LoraError) as exc:
+            log.warning("eval: not recorded in the manifest of LoRA %s: %s", lora, exc)
+            continue
+        if path is not None:
+            log.info("eval: recorded in %s", path)
+            written.append(str(path))
+    return written
 
 
 def _apply(args: argparse.Namespace, specs: list[str]) -> argparse.Namespace:

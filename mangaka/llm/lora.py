@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LoraError
+from ..fileio import write_atomic
 from .loading import LoadedModel, check_lora_file
 from .native import import_llama_cpp
 
@@ -52,6 +53,28 @@ def read_manifest(lora: Path) -> dict[str, Any] | None:
     if not isinstance(manifest, dict):
         raise LoraError(f"{path.name} is not a LoRA manifest (a JSON object); restore it or delete it")
     return manifest
+
+
+def record_eval(lora: Path, record: dict[str, Any]) -> Path | None:
+    """Add ``record`` (an ``eval`` of the LoRA) to its manifest's ``eval`` list, rewritten
+    atomically; the manifest's path, or ``None`` when the LoRA has none. A record equal to one
+    already there but for its ``recorded`` time (the same eval again) is not added twice.
+    ``LoraError`` when the manifest cannot be read, ``OSError`` when it cannot be written."""
+    manifest = read_manifest(lora)
+    if manifest is None:
+        return None
+    found = manifest.get("eval")
+    evals = found if isinstance(found, list) else []  # null: not evaluated yet
+
+    def same(a: Any) -> bool:
+        return isinstance(a, dict) and {k: v for k, v in a.items() if k != "recorded"} == {
+            k: v for k, v in record.items() if k != "recorded"
+        }
+
+    if not any(same(e) for e in evals):
+        manifest["eval"] = [*evals, record]
+        write_atomic(manifest_path(lora), json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
+    return manifest_path(lora)
 
 
 # The base's shape as the manifest records it (from its config.json) and as its GGUF stores it.

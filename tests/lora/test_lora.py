@@ -152,6 +152,12 @@ def test_a_lora_trained_on_an_exported_dataset_converts_attaches_and_agrees(base
     configs = json.loads(report.stdout)["configs"]
     assert configs["a"]["settings"]["lora"] is None and configs["b"]["settings"]["lora"] == str(out)
     assert all(configs[k]["mean"]["valid"]["mean"] == 1.0 for k in "ab")
+    # the eval is recorded in the LoRA's manifest, against the base it was compared with
+    assert json.loads(report.stdout)["lora_manifests"] == [str(loras / "manga.gguf.manifest.json")]
+    evals = json.loads((loras / "manga.gguf.manifest.json").read_text(encoding="utf-8"))["eval"]
+    assert len(evals) == 1 and evals[0]["chapters"] == ["en3"] and evals[0]["seeds"] == [0]
+    assert evals[0]["settings"]["lora"] == str(out) and evals[0]["against"]["settings"]["lora"] is None
+    assert evals[0]["mean"] == configs["b"]["mean"] and evals[0]["against"]["mean"] == configs["a"]["mean"]
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,7 @@ def one_step(layers: int, tokens: int, checkpointing: str, loss: str, small: boo
     config = text_config(layers, small)
     with torch.device("meta"):
         model = Qwen3_5MoeForCausalLM(config)
-    model = model.to_empty(device="cpu").to(torch.bfloat16)
+    model = model.to(torch.bfloat16).to_empty(device="cpu")  # bf16 from the start: no fp32 copy
     with torch.no_grad():  # uniform is much faster than the model's own init; memory is the same
         for param in model.parameters():
             param.uniform_(-0.02, 0.02)

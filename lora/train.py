@@ -18,7 +18,7 @@ write its manifest::
   card, settings, losses), written together at the end; checkpoints (PEFT adapters) in
   ``OUT.checkpoints/step-N`` every ``--checkpoint-every`` steps. A progress bar shows the loss.
 * **Memory**: the base's weights in bf16 on a GPU (Qwen3.5-35B-A3B: 69.3 GB) plus one step
-  (about 6.5 GiB at ``--max-tokens 8192``, measured with ``lora/measure.py``): an 80 GB card.
+  (about 6.6 GiB at ``--max-tokens 8192``, measured with ``lora/measure.py``): an 80 GB card.
   Two things keep the step small, both on by default and both shown to change no loss:
   gradient checkpointing (``--gradient-checkpointing``) and a loss that computes logits only at
   the answer's positions, a chunk at a time (``answer_loss``). On a GPU the estimate is compared
@@ -55,7 +55,7 @@ CPU_LIMIT_GB = 8.0
 LOSS_CHUNK = 512  # answer positions whose logits exist at one time (see answer_loss)
 # One step's memory beyond the weights, measured by lora/measure.py (see memory_needed_gb)
 STEP_GB_FIXED = 2.1
-STEP_GB_PER_KTOKEN = {"on": 0.6, "off": 17.2}
+STEP_GB_PER_KTOKEN = {"on": 0.6, "off": 17.8}
 
 
 class TrainError(Exception):
@@ -108,7 +108,7 @@ def weights_gb(base: Path) -> float:
 def memory_needed_gb(weights: float, max_tokens: int, checkpointing: str) -> float:
     """The base's weights plus what one step of an example of ``max_tokens`` tokens needs, in GB:
     ``STEP_GB_FIXED + STEP_GB_PER_KTOKEN[checkpointing] · max_tokens / 1000``. The figures are
-    ``lora/measure.py``'s at Qwen3.5-35B-A3B's width (a 4-layer slice, 1024 and 2048 tokens, on
+    ``lora/measure.py``'s at Qwen3.5-35B-A3B's width (a 4-layer slice, 2048 tokens, on
     CPU), extrapolated to its 40 layers: an estimate, for that model."""
     return weights + STEP_GB_FIXED + STEP_GB_PER_KTOKEN[checkpointing] * max_tokens / 1000
 

@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -71,6 +70,10 @@ def _native(name: str):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+# Children in their own process group, ended whole on a timeout, an interrupt or a failure.
+procs = _native("native_common").procs
 
 
 def llama_version() -> str:
@@ -162,7 +165,7 @@ def run(script: str, args: list[str], *, model_dir: Path, out: Path, pre_tokeniz
     cmd = [sys.executable, "-c", RUNNER, str(here), pre_tokenizer, "0" if has_mtp(config) else "1", script]
     cmd += [*args, "--outfile", str(tmp)]
     log.info("converting with llama.cpp's %s", script)
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "NO_LOCAL_GGUF": ""})
+    done = procs.run(cmd, capture_output=True, text=True, env={**os.environ, "NO_LOCAL_GGUF": ""})
     if done.returncode != 0 or not tmp.is_file():
         tmp.unlink(missing_ok=True)
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-8:])

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from . import procs
 from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
 from .errors import MangakaError
 from .llm.loading import FLASH_ATTN_MODES
@@ -471,7 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if hasattr(signal, "SIGXFSZ") and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past `ulimit -f` a write fails (EFBIG), no kill
-    return run_command(args.func, args, argv)
+    with procs.terminate_as_interrupt():  # SIGTERM ends the run as Ctrl-C does, children included
+        return run_command(args.func, args, argv)
 
 
 if __name__ == "__main__":

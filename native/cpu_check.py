@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -43,6 +42,7 @@ from urllib.parse import unquote, urlparse
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import native_common
+from native_common import procs
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -137,21 +137,21 @@ def check(cache_root: Path, python: str, fetch: bool = True) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     generate = [python, "-c", la.REFERENCE, str(model), PROMPT, str(N_PREDICT)]
     log.info("generating under qemu-x86_64 -cpu %s", AVX2_CPU)
-    avx2 = subprocess.run(
+    avx2 = procs.run(
         [str(emulator), "-cpu", AVX2_CPU, *generate], capture_output=True, env=env, cwd=ROOT, timeout=600
     )
     result["avx2_cpu"] = AVX2_CPU
     result["avx2_cpu_identical"] = avx2.returncode == 0 and avx2.stdout == native
     result["generated"] = native.decode("utf-8", errors="replace").strip()
     log.info("the same under -cpu %s (no AVX2)", PRE_AVX2_CPU)
-    imports = subprocess.run(
+    imports = procs.run(
         [str(emulator), "-cpu", PRE_AVX2_CPU, python, "-c", IMPORTS],
         capture_output=True,
         env=env,
         cwd=ROOT,
         timeout=600,
     )
-    old = subprocess.run(
+    old = procs.run(
         [str(emulator), "-cpu", PRE_AVX2_CPU, *generate], capture_output=True, env=env, cwd=ROOT, timeout=600
     )
     result["pre_avx2_cpu"] = PRE_AVX2_CPU

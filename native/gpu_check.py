@@ -56,6 +56,10 @@ from typing import Any
 
 import numpy as np
 
+if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from native_common import procs
+
 log = logging.getLogger("mangaka.native.gpu_check")
 
 HERE = Path(__file__).resolve().parent
@@ -286,7 +290,7 @@ def _last_line(text: str) -> str:
 def _child(args: list[str], env: dict[str, str], what: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, str(Path(__file__).resolve()), *args]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=WORKER_TIMEOUT_S)
+        done = procs.run(cmd, capture_output=True, text=True, env=env, timeout=WORKER_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
         sys.stderr.write(err)

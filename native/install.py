@@ -33,6 +33,7 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import native_common
+from native_common import procs
 
 log = logging.getLogger("mangaka.native")
 
@@ -80,7 +81,7 @@ def detect_cuda_arch() -> str | None:
     if not smi:
         return None
     try:
-        out = subprocess.run(
+        out = procs.run(
             [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
             capture_output=True,
             text=True,
@@ -132,7 +133,7 @@ def python_tag(python: str) -> str:
         "import sys, sysconfig; "
         "print(f'cp{sys.version_info[0]}{sys.version_info[1]}-' + sysconfig.get_platform())"
     )
-    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    return procs.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def cache_dir(root: Path, version: str, target: str, flags: list[str], pytag: str) -> Path:
@@ -169,7 +170,7 @@ def build_wheel(python: str, version: str, flags: list[str], dest: Path) -> Path
             env["CMAKE_ARGS"],
         )
         started = time.monotonic()
-        proc = subprocess.run(cmd, env=env)
+        proc = procs.run(cmd, env=env)
         if proc.returncode != 0:
             raise InstallError(
                 f"building llama-cpp-python {version} failed (exit {proc.returncode}) with "
@@ -251,7 +252,7 @@ def judge(info: dict, target: str, flags: list[str] | None = None, need_gpu: boo
 
 def check_install(python: str, target: str, flags: list[str] | None = None, need_gpu: bool = True) -> str:
     """Import the library in ``python``; return its system-info line or raise InstallError."""
-    proc = subprocess.run([python, "-c", CHECK], capture_output=True, text=True)
+    proc = procs.run([python, "-c", CHECK], capture_output=True, text=True)
     if proc.returncode != 0:
         raise InstallError(f"the installed llama-cpp-python does not import:\n{proc.stderr.strip()}")
     return judge(json.loads(proc.stdout.strip().splitlines()[-1]), target, flags, need_gpu)
@@ -275,11 +276,11 @@ def install(
     else:
         wheel = build_wheel(python, version, flags, folder)
     cmd = [python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)]
-    if subprocess.run(cmd).returncode != 0:
+    if procs.run(cmd).returncode != 0:
         raise InstallError(f"pip could not install {wheel}")
     # The wheel's own dependencies, without touching anything already satisfied.
     deps = ["typing-extensions>=4.5.0", "numpy>=1.20.0", "diskcache>=5.6.1", "jinja2>=2.11.3"]
-    if subprocess.run([python, "-m", "pip", "install", "--quiet", *deps]).returncode != 0:
+    if procs.run([python, "-m", "pip", "install", "--quiet", *deps]).returncode != 0:
         raise InstallError("pip could not install llama-cpp-python's dependencies")
     return check_install(python, target, flags, need_gpu)
 

@@ -55,6 +55,7 @@ from typing import IO
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import native_common
+from native_common import procs
 
 log = logging.getLogger("mangaka.native")
 
@@ -210,13 +211,7 @@ def unpack_llama_cpp(tarball: Path, into: Path) -> Path:
 def _call(cmd: list[str], stdout: int | IO[str] | None, cwd: Path | None = None) -> int:
     """Run ``cmd`` in its own process group; if we are interrupted or terminated, stop all of it
     (cmake, ninja and every compiler), not just the first child."""
-    proc = subprocess.Popen(cmd, stdout=stdout, cwd=cwd, start_new_session=True)
-    try:
-        return proc.wait()
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
-        raise
+    return procs.run(cmd, stdout=stdout, cwd=cwd).returncode
 
 
 def _run(cmd: list[str], what: str) -> None:
@@ -322,7 +317,7 @@ def build_against_wheel(
         build_dir = Path(tmp) / "build"
         started = time.monotonic()
         _run(["cmake", "-S", str(source), "-B", str(build_dir), "-G", "Ninja", *options], "configure")
-        commands = subprocess.run(
+        commands = procs.run(
             [ninja, "-C", str(build_dir), "-t", "commands", BINARY],
             capture_output=True,
             text=True,
@@ -337,7 +332,7 @@ def build_against_wheel(
         if _call(link, sys.stderr, cwd=build_dir) != 0:
             raise BenchBuildError("linking llama-bench against the wheel's libraries failed; see above")
         built = build_dir / "bin" / BINARY
-        check = subprocess.run([str(built), "--list-devices"], capture_output=True, text=True, timeout=120)
+        check = procs.run([str(built), "--list-devices"], capture_output=True, text=True, timeout=120)
         if check.returncode != 0:
             raise BenchBuildError(f"the linked {BINARY} does not start: {check.stderr.strip()[-500:]}")
         log.info("%s sees: %s", BINARY, " | ".join(check.stdout.split("\n")))
@@ -508,7 +503,7 @@ def run_llama_bench(
     """Run llama-bench once; return ``tg_tokens_per_s``/``pp_tokens_per_s`` (and stddevs, raw tests)."""
     cmd = llama_bench_command(binary, model, threads, n_gen, n_prompt, gpu_layers, repetitions, n_depth)
     log.info("running %s", " ".join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = procs.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise BenchBuildError(f"llama-bench failed (exit {proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
     return parse_llama_bench_json(proc.stdout)

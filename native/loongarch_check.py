@@ -41,6 +41,7 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import native_common
+from native_common import procs
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -112,7 +113,7 @@ def run(cmd: list[str], what: str, **kwargs) -> subprocess.CompletedProcess:
     log.info("%s", what)
     if "capture_output" not in kwargs and "stdout" not in kwargs:
         kwargs["stdout"] = sys.stderr
-    done = subprocess.run(cmd, **kwargs)
+    done = procs.run(cmd, **kwargs)
     if done.returncode != 0:
         raise CheckError(f"{what} failed (exit {done.returncode}): {' '.join(map(str, cmd))}")
     return done
@@ -177,10 +178,10 @@ def qemu(root: Path, fetch: bool = True, name: str = "qemu-loongarch64") -> Path
     deb = next((work / "debs").glob("qemu-user_*.deb"))
     staged = root / "qemu.partial"
     if staged.exists():
-        subprocess.run(["rm", "-rf", str(staged)], check=True)
+        procs.run(["rm", "-rf", str(staged)], check=True)
     run(["dpkg-deb", "-x", str(deb), str(staged)], "unpacking qemu-user")
     if (root / "qemu").exists():  # an older unpack without this emulator
-        subprocess.run(["rm", "-rf", str(root / "qemu")], check=True)
+        procs.run(["rm", "-rf", str(root / "qemu")], check=True)
     os.replace(staged, root / "qemu")  # whole or not at all
     return binary
 
@@ -195,7 +196,7 @@ def source(root: Path, fetch: bool = True) -> Path:
         tarball = bench.fetch_sdist(sys.executable, version, native_common.cache_root())
         staged = root / f"src-{version}.partial"
         if staged.exists():
-            subprocess.run(["rm", "-rf", str(staged)], check=True)
+            procs.run(["rm", "-rf", str(staged)], check=True)
         with tarfile.open(tarball) as archive:
             members = [m for m in archive.getmembers() if "/vendor/llama.cpp/" in m.name]
             for member in members:
@@ -337,9 +338,7 @@ def check(root: Path, fetch: bool = True) -> dict:
     python, emulator, binaries = prepare(root, fetch)
     started = time.monotonic()
     result: dict = {
-        "qemu": subprocess.run([str(emulator), "--version"], capture_output=True, text=True).stdout.split(
-            "\n"
-        )[0]
+        "qemu": procs.run([str(emulator), "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     }
     counted = run(
         [str(python), "-c", COUNT, str(binaries / "llama-simple")],
@@ -351,7 +350,7 @@ def check(root: Path, fetch: bool = True) -> dict:
     # ggml's quantisation tests take minutes under emulation, on one core: the generation runs
     # beside them.
     log.info("running test-quantize-fns under qemu -cpu la464 (minutes)")
-    quantize = subprocess.Popen(
+    quantize = procs.popen(
         [str(emulator), "-cpu", "la464", str(binaries / "test-quantize-fns")],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -361,20 +360,16 @@ def check(root: Path, fetch: bool = True) -> dict:
         model = tiny_model(root)
         simple = [str(binaries / "llama-simple"), "-m", str(model), "-n", str(N_PREDICT), PROMPT]
         log.info("generating under qemu -cpu la464")
-        la = subprocess.run([str(emulator), "-cpu", "la464", *simple], capture_output=True, timeout=600)
+        la = procs.run([str(emulator), "-cpu", "la464", *simple], capture_output=True, timeout=600)
         x86 = reference(model, PROMPT, N_PREDICT)
         result["generation_identical"] = la.returncode == 0 and la.stdout == x86
         result["generated"] = la.stdout.decode("utf-8", errors="replace").strip()
         log.info("the same binary under qemu -cpu la464,lasx=off")
-        off = subprocess.run(
-            [str(emulator), "-cpu", "la464,lasx=off", *simple], capture_output=True, timeout=600
-        )
+        off = procs.run([str(emulator), "-cpu", "la464,lasx=off", *simple], capture_output=True, timeout=600)
         result["lasx_off_returncode"] = off.returncode  # 128 + 4 (SIGILL) in a shell, -4 from Python
         output, _ = quantize.communicate(timeout=1800)
     finally:
-        if quantize.poll() is None:
-            quantize.kill()
-            quantize.wait()
+        procs.end_group(quantize)
     result["test_quantize_fns"] = quantize.returncode
     if quantize.returncode != 0:
         result["test_quantize_fns_output"] = output[-2000:]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -43,7 +42,11 @@ def cache_root() -> Path:
 
 def load_sibling(name: str, module_name: str) -> ModuleType:
     """native/<name>.py as a module of its own named ``module_name`` (a fresh instance each call)."""
-    path = HERE / f"{name}.py"
+    return load_path(HERE / f"{name}.py", module_name)
+
+
+def load_path(path: Path, module_name: str) -> ModuleType:
+    """The Python file ``path`` as a module named ``module_name``."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -52,10 +55,15 @@ def load_sibling(name: str, module_name: str) -> ModuleType:
     return module
 
 
+# Children in their own process group, ended whole on a timeout, an interrupt or a failure: the
+# pack's mangaka/procs.py (standard library only), by path.
+procs = load_path(HERE.parent / "mangaka" / "procs.py", "mangaka_procs")
+
+
 def installed_wheel(python: str, *, must_import: bool = False) -> dict:
     """``{"version", "direct_url", "lib"}`` of the llama-cpp-python installed in ``python``."""
     args = [python, "-c", _WHEEL_QUERY, *(["import"] if must_import else [])]
-    done = subprocess.run(args, capture_output=True, text=True)
+    done = procs.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise WheelQueryError(done.stderr.strip())
     return json.loads(done.stdout.strip().splitlines()[-1])

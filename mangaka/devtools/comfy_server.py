@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import procs
 from ..paths import PACK_ROOT
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyIns
     if not setup:
         cmd.append("--check")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = procs.run(cmd, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ComfyUnavailable(f"{' '.join(cmd)} failed: {exc}") from exc
     lines = proc.stdout.strip().splitlines()
@@ -404,15 +405,14 @@ class ComfyServer:
 
     def stop(self, timeout: float = 15.0) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGINT)  # main.py catches KeyboardInterrupt
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-            except ProcessLookupError:
-                pass
+        if proc is not None:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGINT)  # main.py catches KeyboardInterrupt
+                    proc.wait(timeout)
+                except (subprocess.TimeoutExpired, ProcessLookupError):
+                    pass
+            procs.end_group(proc)  # whatever is left of its group, the server itself if it hung
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -420,12 +420,8 @@ class ComfyServer:
     def kill(self) -> None:
         """SIGKILL, as a crash or a pulled plug: nothing is saved, the queue is lost."""
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(10)
+        if proc is not None:
+            procs.end_group(proc, first=signal.SIGKILL)  # at once, the whole group
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -558,7 +554,7 @@ def checkpoint_sizes(install: ComfyInstall, path: Path) -> dict[str, float]:
 
 def _tiny_checkpoint_script(install: ComfyInstall, *args: str) -> str:
     command = [str(install.python), str(TINY_CHECKPOINT_WRITER), str(install.comfy_dir), *args]
-    run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    run = procs.run(command, capture_output=True, text=True, timeout=300)
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited {run.returncode}:\n{run.stderr[-3000:]}")
     return run.stdout

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from mangaka import procs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench(*args: str) -> dict:
-    run = subprocess.run(
+    run = procs.run(
         [sys.executable, "-m", "mangaka", "bench", "--json", "--quick", "--threads", "1", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip

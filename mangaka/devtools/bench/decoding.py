@@ -4,12 +4,12 @@ overhead over a bare llama-cpp-python call, llama-bench's ceiling and prefix reu
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from ... import procs
 from ...demo import DEMO_CHAPTER
 from .common import (
     CAST_SCHEMA_CHARACTERS,
@@ -241,7 +241,7 @@ def free_vs_llama_bench(
 
 def _llama_bench_tg(model: Path, threads: int, gpu_layers: int, n_tokens: int) -> float | None:
     script = native_script("llama_bench.py")
-    found = subprocess.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
+    found = procs.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
     binary = found.stdout.strip()
     if found.returncode != 0 or not binary:
         log.warning("llama-bench is not built; run `python native/llama_bench.py` to include the C ceiling")

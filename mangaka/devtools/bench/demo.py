@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from ... import procs
 from ...errors import MangakaError
 from ...paths import PACK_ROOT
 
@@ -23,7 +23,7 @@ def demo_run(threads: int) -> dict[str, Any]:
         out = Path(tmp) / "demo.screenplay.json"
         command = [sys.executable, "-m", "mangaka", "demo", "--threads", str(threads), "-o", str(out)]
         started = time.perf_counter()
-        run = subprocess.run(command, cwd=PACK_ROOT, capture_output=True, text=True, timeout=1800)
+        run = procs.run(command, cwd=PACK_ROOT, capture_output=True, text=True, timeout=1800)
         seconds = time.perf_counter() - started
         if run.returncode != 0:
             tail = run.stderr.strip().splitlines()[-1:] or ["(no output)"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from ... import procs
 from ...errors import MangakaError
 from ...paths import PACK_ROOT
 
@@ -51,7 +51,7 @@ def lora_memory(model: Path, threads: int) -> dict[str, float]:
         adapter_size = lora.stat().st_size
         results = {}
         for mode in ("after_load", "lora_path"):
-            run = subprocess.run(
+            run = procs.run(
                 [sys.executable, "-c", _RSS_SCRIPT, str(model), str(lora), mode, str(threads)],
                 capture_output=True, text=True, cwd=PACK_ROOT,
                 env={**os.environ, "PYTHONPATH": str(PACK_ROOT)},

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ... import procs
 from ...errors import MangakaError
 from .common import median, native_script, tiny_model
 
@@ -29,7 +30,7 @@ def remote_concurrency(threads: int, requests: int = 8) -> dict[str, Any]:
     """Tokens/s through the OpenAI-compatible backend with 1 and 4 requests in flight, against
     llama.cpp's ``llama-server`` started here with 4 parallel slots (tiny qwen35moe)."""
     script = native_script("llama_server.py")
-    found = subprocess.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
+    found = procs.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
     binary = found.stdout.strip()
     if found.returncode != 0 or not binary:
         log.warning("llama-server is not built; run `python native/llama_server.py` for the remote figures")
@@ -42,11 +43,7 @@ def remote_concurrency(threads: int, requests: int = 8) -> dict[str, Any]:
         for label, workers in (("n1", 1), ("n4", 4), ("n1", 1), ("n4", 4)):
             figures[label].append(_tokens_per_second(url, workers, requests))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        procs.end_group(proc)
     n1, n4 = median(figures["n1"]), median(figures["n4"])
     return {"remote_n1_tok_s": n1, "remote_n4_tok_s": n4, "remote_n4_over_n1": n4 / n1}
 
@@ -67,7 +64,7 @@ def _start_server(binary: str, model: Path, threads: int) -> tuple[subprocess.Po
         **os.environ,
         "LD_LIBRARY_PATH": os.pathsep.join(filter(None, [str(libdir), os.environ.get("LD_LIBRARY_PATH")])),
     }
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = procs.popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return proc, f"http://127.0.0.1:{port}"
 
 

@@ -1,0 +1,162 @@
+"""Child processes that never outlive their run.
+
+Every program the pack starts (bench parts, ``lora/measure.py`` and its variants, servers, builds,
+the LoRA Python) is started here, in a process group of its own. On a timeout, an interrupt
+(Ctrl-C, or SIGTERM turned into one by :func:`terminate_as_interrupt`) or any failure, the *whole*
+group is ended: SIGTERM first, so a Python child can end its own children in turn, then SIGKILL
+after a grace period. Killing only the group's leader is not enough: its children are reparented to
+init and keep running (a killed benchmark once left its worker busy on one of two cores).
+
+Standard library only: ``native/`` and ``lora/`` scripts load this file by its path (they run in
+interpreters that may not have the pack installed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+GRACE_S = 5.0
+
+
+def popen(cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen:
+    """``subprocess.Popen`` in a new session (its own process group); end it with :func:`end_group`."""
+    kwargs.pop("start_new_session", None)
+    return subprocess.Popen(list(cmd), start_new_session=True, **kwargs)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still there (zombies not counted)."""
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    if not os.path.isdir("/proc"):  # no procfs: ask the kernel whether the group can be signalled
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    return False
+
+
+def end_group(proc: subprocess.Popen, grace: float = GRACE_S, first: int = signal.SIGTERM) -> None:
+    """End every process of ``proc``'s group: ``first`` (SIGTERM), up to ``grace`` seconds for the
+    group to go, then SIGKILL. Safe to call on a group that is already gone; ``proc`` is reaped."""
+    pgid = proc.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, first)
+    deadline = time.monotonic() + (grace if first != signal.SIGKILL else 0)
+    while time.monotonic() < deadline:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+        if not group_alive(pgid):
+            break
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace)
+
+
+def run(
+    cmd: Sequence[str],
+    *,
+    timeout: float | None = None,
+    input: str | bytes | None = None,  # subprocess.run's name
+    capture_output: bool = False,
+    check: bool = False,
+    grace: float = GRACE_S,
+    **kwargs: Any,
+) -> subprocess.CompletedProcess:
+    """``subprocess.run`` with the child in its own process group, ended whole on a timeout, an
+    interrupt or an error; once the child has exited, anything it left in its group is ended too.
+
+    Raises ``subprocess.TimeoutExpired`` (after the group is gone) like ``subprocess.run``."""
+    if capture_output:
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        kwargs.setdefault("stderr", subprocess.PIPE)
+    if input is not None:
+        kwargs.setdefault("stdin", subprocess.PIPE)
+    proc = popen(cmd, **kwargs)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            left = 0.5 if deadline is None else min(0.5, max(deadline - time.monotonic(), 0.0))
+            try:
+                out, err = proc.communicate(input, timeout=left)
+                break
+            except subprocess.TimeoutExpired:
+                input = None  # sent on the first call
+                if proc.poll() is not None:  # it exited; something it left holds the pipes
+                    end_group(proc, grace=0.5)
+                elif deadline is not None and time.monotonic() >= deadline:
+                    raise
+    except subprocess.TimeoutExpired:
+        end_group(proc, grace)
+        try:  # what it printed before; a descendant in another session may still hold the pipe
+            out, err = proc.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            out = err = None
+        raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err) from None
+    except BaseException:
+        end_group(proc, grace)
+        raise
+    if group_alive(proc.pid):  # what the child left behind in its group (usually nothing)
+        end_group(proc, grace=0.5)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``KeyboardInterrupt`` in the main thread, so that the
+    ``finally`` of :func:`run` ends this program's own child groups before it exits (a group ended
+    from outside gets SIGTERM first). Does nothing off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def processes_with(name: str, value: str) -> dict[int, str]:
+    """The live processes (zombies not counted) whose environment holds ``name=value``, as
+    pid → command line: what a run that exported a marker left behind (Linux; {} elsewhere)."""
+    wanted = f"{name}={value}".encode()
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if wanted not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                found[int(entry)] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found

@@ -13,6 +13,7 @@ import pytest
 from mangaka.devtools.tiny_models import write_lora, write_model, write_unsupported_model
 from mangaka.screenplay import validate_screenplay
 from mangaka.screenplay.scenes import auto_dialogue, auto_panels
+from tests.comfy.harness import FINAL_TYPES, RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())
@@ -158,17 +159,55 @@ def test_save_never_overwrites(server):
     assert names[0] != names[1]
 
 
-def test_interrupt_during_generation_stops_within_a_second(server):
+# A small prompt that needs no model: queued right after /interrupt, it marks the running prompt's
+# message stream (see ``interrupt``).
+MARKER = {
+    "1": {"class_type": "PrimitiveString", "inputs": {"value": "queued after /interrupt"}},
+    "2": {"class_type": "PreviewAny", "inputs": {"source": ["1", 0]}},
+}
+
+
+def interrupt(server, run, node: str) -> tuple[RunResult, int]:
+    """POST /interrupt while ``node`` writes; the run's result, and how many ``progress`` messages
+    of ``node`` were sent once ComfyUI's interrupt flag was up.
+
+    Counted, not timed. ComfyUI sends every websocket message through one queue, in order, and
+    queueing a prompt sends a ``status`` message to every client: the ``MARKER`` prompt, posted
+    once /interrupt has answered (the flag is raised before it answers), puts a mark in the stream
+    after the flag. ComfyUI's progress hook checks the flag before it sends, so after the mark a
+    node that stops there sends at most one report (one that passed the check just before the
+    flag rose), however loaded the machine: the next report raises, and the node's own ``cancel``
+    check stops it at the next token anyway. A node that swallowed the interrupt (which also lowers
+    the flag) and wrote on would go on reporting, about ten times a second
+    (``nodes/_comfy.Progress``), for the seconds its request has left.
+    """
+    assert server.interrupt() == 200
+    status, body = server.post_prompt(MARKER)
+    assert status == 200, body
+    result = run.wait(120)
+    first = next(i for i, m in enumerate(result.messages) if _progress_of(m, node))
+    late, marked = 0, False
+    for m in result.messages[first:]:
+        if m.get("type") in FINAL_TYPES:
+            break
+        if m.get("type") == "status":  # the MARKER's: the queue does not change while the node runs
+            marked = True
+        elif marked and _progress_of(m, node):
+            late += 1
+    return result, late
+
+
+def _progress_of(message: dict, node: str) -> bool:
+    return message.get("type") == "progress" and message["data"].get("node") == node
+
+
+def test_interrupt_during_generation_stops_the_node_and_the_model_stays_usable(server):
     # The largest request the tiny model's context allows: many seconds of generation.
     run = server.start_prompt(workflow(panels=24, dialogue=48, lora_strength=0.25))
-    run.wait_for(lambda m: m.get("type") == "progress" and m["data"].get("node") == "2", timeout=120)
-    asked = time.monotonic()
-    assert server.interrupt() == 200
-    run.wait_for(lambda m: m.get("type") == "execution_interrupted", timeout=10)
-    stopped_after = time.monotonic() - asked
-    result = run.wait(60)
+    run.wait_for(lambda m: _progress_of(m, "2"), timeout=120)
+    result, late = interrupt(server, run, "2")
     assert result.status == "interrupted", result.describe()
-    assert stopped_after < 1.0, f"stopped {stopped_after:.2f} s after /interrupt"
+    assert late <= 1, f"{late} progress reports after the interrupt: {result.describe()}"
     # The model is still usable afterwards.
     again = server.run_prompt(workflow(panels=1, dialogue=1), timeout=300)
     assert again.status == "success", again.describe()
@@ -349,12 +388,9 @@ def test_series_cast_reads_every_chapter_into_one_bible_with_a_progress_bar(serv
     assert bar and bar[-1]["value"] == bar[-1]["max"]
 
 
-def test_series_cast_stops_within_a_second_on_interrupt(server):
+def test_series_cast_stops_on_interrupt(server):
     run = server.start_prompt(series_cast(40))
-    run.wait_for(lambda m: m.get("type") == "progress" and m["data"].get("node") == "3", timeout=120)
-    asked = time.monotonic()
-    assert server.interrupt() == 200
-    run.wait_for(lambda m: m.get("type") == "execution_interrupted", timeout=10)
-    stopped_after = time.monotonic() - asked
-    assert run.wait(60).status == "interrupted"
-    assert stopped_after < 1.0, f"stopped {stopped_after:.2f} s after /interrupt"
+    run.wait_for(lambda m: _progress_of(m, "3"), timeout=120)
+    result, late = interrupt(server, run, "3")  # the count is explained there
+    assert result.status == "interrupted", result.describe()
+    assert late <= 1, f"{late} progress reports after the interrupt: {result.describe()}"

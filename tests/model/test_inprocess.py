@@ -320,15 +320,35 @@ def test_cancel_stops_generation_between_tokens_and_the_model_stays_usable(qwen3
     assert llm.complete(USER, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0
 
 
-def test_cancel_stops_a_long_prompt_evaluation_inside_llama_decode(qwen35moe):
+def test_cancel_stops_a_long_prompt_evaluation_inside_llama_decode(qwen35moe, monkeypatch):
     llm = LlamaCppLLM(qwen35moe, LoadOptions(n_ctx=4096, n_batch=32, n_threads=1))
     long = [{"role": "user", "content": "panel " * 900}]
-    start = time.monotonic()
-    flag = threading.Event()
-    threading.Timer(0.05, flag.set).start()
+    batches = -(-llm.count_tokens(long) // 32)  # llama-cpp-python's eval: one llama_decode per batch
+    assert batches >= 20
+    # Counted, not timed: the cancel is asked when the third batch is about to be decoded, and that
+    # batch waits until the cancel watcher (a thread polling ``cancel``) has raised llama.cpp's
+    # abort flag, so the stop is the same however loaded the machine. llama_decode then stops
+    # inside, at its abort callback: 3 batches are decoded of the whole prompt's ``batches``. Without
+    # the abort callback the prompt would run to its end (``batches`` decodes) and the cancel be
+    # seen at the first token; without the watcher the flag never rises and the wait below fails.
+    ctx, flag, asked = llm.model.llama._ctx, llm.model.abort_flag, threading.Event()
+    decode, decoded = ctx.decode, []
+
+    def counting_decode(batch):
+        decoded.append(batch.batch.n_tokens)
+        if len(decoded) == 3:
+            asked.set()
+            deadline = time.monotonic() + 60  # a guard against a hang, not a measure
+            while not flag[0] and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert flag[0], "the cancel watcher never raised llama.cpp's abort flag"
+        return decode(batch)
+
+    monkeypatch.setattr(ctx, "decode", counting_decode)
     with pytest.raises(Cancelled):
-        llm.complete(long, sampling=GREEDY, max_tokens=4, cancel=flag.is_set)
-    assert time.monotonic() - start < 1.0
+        llm.complete(long, sampling=GREEDY, max_tokens=4, cancel=asked.is_set)
+    monkeypatch.undo()
+    assert len(decoded) == 3, f"{len(decoded)} of {batches} batches decoded, cancel at the third"
     assert llm.complete(USER, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0
 
 

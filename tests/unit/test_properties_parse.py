@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from mangaka.screenplay import Screenplay, example_screenplay
 from mangaka.screenplay.schema import screenplay_json_schema
 from mangaka.screenplay.validate import load_screenplay, validate_screenplay
 from mangaka.structured import check_schema, schema_problems
+from tests.growth import assert_linear
 
 BOUNDED = settings(
     max_examples=150,
@@ -81,24 +81,19 @@ def test_the_screenplay_wins_over_smaller_objects_around_it(noise):
     assert extract_json_object(text) == SCREENPLAY
 
 
-def _seconds(text: str) -> float:
-    best = float("inf")
-    for _ in range(2):
-        started = time.perf_counter()
-        try:
-            extract_json_object(text)
-        except MangakaError:
-            pass
-        best = min(best, time.perf_counter() - started)
-    return best
+def _extract(text: str) -> None:
+    try:
+        extract_json_object(text)
+    except MangakaError:
+        pass
 
 
 @settings(BOUNDED, max_examples=12)
 @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6).map("".join))
 def test_extraction_time_is_linear_in_the_text(unit):
-    n = 20_000 // len(unit) + 1
-    small, big = _seconds(unit * n), _seconds(unit * (4 * n))
-    assert big < 10 * small + 0.05, (small, big)  # 4x the text; quadratic would be 16x
+    n = 80_000 // len(unit) + 8  # 8x the text costs about 8x the CPU time, quadratic 64x
+    texts = {k: unit * k for k in (n // 8, n)}
+    assert_linear(lambda k: _extract(texts[k]), n, slack=0.05)
 
 
 # ------------------------------------------------------------------ schema-valid ⇔ model-valid

@@ -6,7 +6,7 @@ on this machine, and what that says for the whole model (run with the LoRA Pytho
 * **What runs**: a random-weight ``Qwen3_5MoeForCausalLM`` of the real width (transformers' default
   ``Qwen3_5MoeTextConfig``, which is Qwen3.5-35B-A3B's: hidden 2048, 256 experts of 512, 8 a
   token, a 248,320-token vocabulary) but ``--layers`` layers (three Gated DeltaNet to one
-  attention), in bf16, with ``lora/train.py``'s default LoRA and AdamW; one step (forward,
+  attention), in bf16 (see *Precision*), with ``lora/train.py``'s default LoRA and AdamW; one step (forward,
   backward, optimizer) on a random example of T tokens (``--tokens``, 2048 by default; the answer
   half of it, at least a loss chunk), half prompt and half answer.
 * **Variants**, each in a fresh process so that each peak is its own: gradient checkpointing
@@ -22,6 +22,15 @@ on this machine, and what that says for the whole model (run with the LoRA Pytho
   state is counted exactly for 40 layers. These are estimates from a slice, on CPU kernels
   (transformers' PyTorch Gated DeltaNet and attention): a GPU with ``flash-linear-attention`` may
   need less. Two runs of the same measurement agreed within 1 % on the defaults' figure.
+* **Precision**: the model is bf16, as the real one trains. A CPU without native bf16 arithmetic
+  (AVX-512 BF16 or AMX) emulates bf16 matrix products about 70x slower than float32's (an AVX2
+  AMD EPYC: 0.7 against 49 GFLOPS; there ``aten::mm`` was 93 % of a step's time). Whether this
+  CPU is one is measured, not assumed (``--products auto`` times one 512x512 product each way).
+  If it is, every bf16 matrix product (``mm``, ``addmm``, ``bmm``, ``baddbmm``) is computed in
+  float32 blocks of at most 1024x1024 and written into the bf16 result it would have had
+  (:func:`float32_products`): every tensor the step keeps is the same bf16 tensor, so the memory
+  figures are bf16's (the blocks add at most 12 MiB of transient memory). ``tests/lora`` checks
+  that both ways give the same figures within 5 %.
 """
 
 from __future__ import annotations
@@ -31,18 +40,118 @@ import json
 import logging
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train  # lora/train.py, beside this file
+from convert import procs  # children in their own process group
 
 log = logging.getLogger("mangaka.lora")
 
 VARIANTS = (("on", "answer"), ("off", "answer"), ("on", "labels"), ("off", "labels"))
 GIB = 2**30
+PRODUCTS = ("bf16", "float32")
+BF16_SLOWER_OK = 2.0  # bf16 products are used when they are at most this much slower than float32
+BLOCK = 1024  # the side of a float32 block in float32_products
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def isa_features() -> list[str]:
+    """The processor's features that decide bf16 speed on a CPU (``/proc/cpuinfo``; [] elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return [flag for flag in ISA_FLAGS if flag in have]
+    except OSError:
+        pass
+    return []
+
+
+def matmul_seconds(size: int = 512, repeats: int = 3) -> dict[str, float]:
+    """The best time of a ``size``² matrix product in bf16 and in float32, on this machine now."""
+    import torch
+
+    found = {}
+    for name, dtype in zip(PRODUCTS, (torch.bfloat16, torch.float32), strict=True):
+        a = torch.rand(size, size, dtype=dtype)
+        a @ a  # warm: the first call picks and loads kernels
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            a @ a
+            best = min(best, time.perf_counter() - started)
+        found[name] = best
+    return found
+
+
+def choose_products(requested: str) -> tuple[str, dict[str, float]]:
+    """``requested``, or for ``auto`` bf16 unless this CPU multiplies in it far slower than float32."""
+    seconds = matmul_seconds()
+    if requested != "auto":
+        return requested, seconds
+    return ("bf16" if seconds["bf16"] <= BF16_SLOWER_OK * seconds["float32"] else "float32"), seconds
+
+
+def _float32_mm(a, b, out):
+    """``out`` (bf16) = ``a @ b`` for 2-D ``a`` and ``b``, computed in float32 blocks of BLOCK²."""
+    import torch
+
+    m, k = a.shape
+    n = b.shape[1]
+    for i in range(0, m, BLOCK):
+        for j in range(0, n, BLOCK):
+            acc = torch.zeros((min(BLOCK, m - i), min(BLOCK, n - j)), dtype=torch.float32)
+            for p in range(0, k, BLOCK):
+                acc.addmm_(a[i : i + BLOCK, p : p + BLOCK].float(), b[p : p + BLOCK, j : j + BLOCK].float())
+            out[i : i + BLOCK, j : j + BLOCK] = acc
+    return out
+
+
+def float32_products():
+    """A dispatch mode: within it, each matrix product of bf16 operands is computed in float32
+    blocks and written into the bf16 result it would have had (same shape, dtype and memory)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+
+    def mm(a, b):
+        return _float32_mm(a, b, torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype))
+
+    def bmm(a, b):
+        out = torch.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=a.dtype)
+        for i in range(a.shape[0]):
+            _float32_mm(a[i], b[i], out[i])
+        return out
+
+    def plus(product, c, beta=1, alpha=1):  # addmm's beta * c + alpha * product
+        if alpha != 1:
+            product.mul_(alpha)
+        return product.add_(c, alpha=beta) if beta != 0 else product
+
+    table = {
+        aten.mm.default: mm,
+        aten.bmm.default: bmm,
+        aten.addmm.default: lambda c, a, b, **kw: plus(mm(a, b), c, **kw),
+        aten.baddbmm.default: lambda c, a, b, **kw: plus(bmm(a, b), c, **kw),
+    }
+
+    class Float32Products(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            operands = args[-2:]
+            if func in table and all(
+                isinstance(t, torch.Tensor) and t.dtype == torch.bfloat16 and t.device.type == "cpu"
+                for t in operands
+            ):
+                return table[func](*args, **kwargs)
+            return func(*args, **kwargs)
+
+    return Float32Products()
 
 
 def text_config(layers: int, small: bool):
@@ -76,8 +185,11 @@ def _resident() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def one_step(layers: int, tokens: int, checkpointing: str, loss: str, small: bool) -> dict:
-    """One training step in this process: the peak above the resident memory before it."""
+def one_step(layers: int, tokens: int, checkpointing: str, loss: str, small: bool, products: str) -> dict:
+    """One training step in this process (matrix products in ``products``): the peak above the
+    resident memory before it."""
+    import contextlib
+
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen3_5MoeForCausalLM
@@ -99,31 +211,34 @@ def one_step(layers: int, tokens: int, checkpointing: str, loss: str, small: boo
     ids = torch.randint(0, config.vocab_size, (1, tokens))
     before = _resident()
     started = time.perf_counter()
-    if loss == "answer":
-        value = train.answer_loss(model, ids, tokens // 2)
-    else:
-        labels = ids.clone()
-        labels[0, : tokens // 2] = -100
-        value = model(input_ids=ids, labels=labels, use_cache=False).loss
-    value.backward()
-    optim.step()
-    optim.zero_grad()
+    with float32_products() if products == "float32" else contextlib.nullcontext():
+        if loss == "answer":
+            value = train.answer_loss(model, ids, tokens // 2)
+        else:
+            labels = ids.clone()
+            labels[0, : tokens // 2] = -100
+            value = model(input_ids=ids, labels=labels, use_cache=False).loss
+        value.backward()
+        optim.step()
+        optim.zero_grad()
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"extra_bytes": peak - before, "seconds": seconds, "loss": float(value.detach())}
 
 
-def measure(layers: int, tokens: list[int], small: bool) -> dict[str, dict[int, dict]]:
-    """Every variant at every T, each in a fresh process."""
+def measure(layers: int, tokens: list[int], small: bool, products: str) -> dict[str, dict[int, dict]]:
+    """Every variant at every T, each in a fresh process (its own process group, ended whole if
+    this one is interrupted or terminated)."""
     found: dict[str, dict[int, dict]] = {}
     for checkpointing, loss in VARIANTS:
         for t in tokens:
-            cmd = [sys.executable, __file__, "--one", str(layers), str(t), checkpointing, loss]
+            cmd = [sys.executable, __file__, "--one", str(layers), str(t), checkpointing, loss, products]
             cmd += ["--small"] if small else []
             log.info(
-                "measuring: %d layers, %d tokens, checkpointing %s, %s loss", layers, t, checkpointing, loss
+                "measuring: %d layers, %d tokens, checkpointing %s, %s loss, %s products",
+                *(layers, t, checkpointing, loss, products),
             )
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            done = procs.run(cmd, capture_output=True, text=True)
             if done.returncode:
                 raise RuntimeError(f"the measuring step failed: {done.stderr.strip()[-2000:]}")
             found.setdefault(f"{checkpointing}_{loss}", {})[t] = json.loads(
@@ -152,14 +267,22 @@ def extrapolate(found: dict, layers: int, target_tokens: int, small: bool) -> di
     return out
 
 
-def report(layers: int, tokens: list[int], target_tokens: int, small: bool) -> dict:
+def report(layers: int, tokens: list[int], target_tokens: int, small: bool, products: str = "auto") -> dict:
     """The figures, as ``--json`` prints them."""
-    found = measure(layers, tokens, small)
+    products, seconds = choose_products(products)
+    log.info(
+        "bf16 matrix products in %s (%s; a 512x512 product: bf16 %.2f ms, float32 %.2f ms)",
+        products, ", ".join(isa_features()) or "no x86 feature flags", *(seconds[d] * 1e3 for d in PRODUCTS),
+    )  # fmt: skip
+    found = measure(layers, tokens, small, products)
     top = max(tokens)
     return {
         "layers": layers,
         "tokens": tokens,
         "small": small,
+        "products": products,
+        "isa": isa_features(),
+        "matmul_ms": {d: round(seconds[d] * 1e3, 3) for d in PRODUCTS},
         "measured_gib": {
             k: {str(t): round(v["extra_bytes"] / GIB, 3) for t, v in p.items()} for k, p in found.items()
         },
@@ -180,8 +303,9 @@ def report(layers: int, tokens: list[int], target_tokens: int, small: bool) -> d
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--one"]:
-        layers, tokens, checkpointing, loss = int(argv[1]), int(argv[2]), argv[3], argv[4]
-        sys.stdout.write(json.dumps(one_step(layers, tokens, checkpointing, loss, "--small" in argv)) + "\n")
+        layers, tokens, checkpointing, loss, products = int(argv[1]), int(argv[2]), *argv[3:6]
+        step = one_step(layers, tokens, checkpointing, loss, "--small" in argv, products)
+        sys.stdout.write(json.dumps(step) + "\n")
         return 0
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     p = argparse.ArgumentParser(prog="python lora/measure.py", description=__doc__.split("\n\n")[0])
@@ -190,11 +314,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target-tokens", type=int, default=8192, help="the example length extrapolated to")
     p.add_argument("--small", action="store_true", help="a narrow model (for the tests), not the real width")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    p.add_argument(
+        "--products", choices=("auto", *PRODUCTS), default="auto",
+        help="compute the bf16 model's matrix products natively in bf16 or in float32 blocks (the same "
+        "memory); auto: bf16 unless this CPU's bf16 product is over 2x slower than float32's",
+    )  # fmt: skip
     args = p.parse_args(argv)
     tokens = sorted({int(t) for t in args.tokens.split(",") if t.strip()})
     if args.layers < 2 or not tokens or min(tokens) < 16:
         p.error("--layers must be at least 2 and --tokens at least 16 each")
-    figures = report(args.layers, tokens, args.target_tokens, args.small)
+    try:
+        with procs.terminate_as_interrupt():  # terminated from outside: end the variant too
+            figures = report(args.layers, tokens, args.target_tokens, args.small, args.products)
+    except KeyboardInterrupt:
+        log.error("interrupted: no figures (each variant's process was ended)")
+        return 130
     if args.json:
         sys.stdout.write(json.dumps(figures) + "\n")
     else:

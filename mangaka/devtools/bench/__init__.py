@@ -14,11 +14,11 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ...demo import demo_model_path
 from ...errors import MangakaError
+from ..machine import cpu_features, cpu_name
 from .common import gemma_path, tiny_model
 from .decoding import (
     constrained_vs_free,
@@ -78,7 +78,8 @@ def run(
         raise MangakaError(f"unknown benchmark {', '.join(unknown)}; valid: {', '.join(steps)}")
     figures: dict[str, Any] = {
         "machine": platform.machine(),
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
+        "cpu_features": cpu_features(),
         "cores": os.cpu_count(),
         "threads": threads,
         "gpu_layers": gpu_layers,
@@ -101,16 +102,6 @@ def _default_engine() -> str:
     from ...llm.constrain import DEFAULT_ENGINE
 
     return DEFAULT_ENGINE
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def format_table(figures: dict[str, Any]) -> str:

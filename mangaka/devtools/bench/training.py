@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ... import procs
 from ...errors import MangakaError
 from ...paths import PACK_ROOT
 
@@ -25,6 +26,9 @@ SCRIPT = PACK_ROOT / "lora" / "measure.py"
 VARIANTS = ("on_answer", "off_answer", "on_labels", "off_labels")
 KEYS = (
     "lora_train_width",
+    "lora_train_products",
+    "lora_train_matmul_ms_bf16",
+    "lora_train_matmul_ms_fp32",
     "lora_train_layers",
     "lora_train_tokens",
     *(f"lora_train_step_gib_{v}" for v in VARIANTS),
@@ -57,9 +61,7 @@ def lora_train(quick: bool) -> dict[str, Any]:
         return dict.fromkeys(KEYS)
     cmd = [str(python), str(SCRIPT), "--json", *(["--small"] if quick else [])]
     try:
-        done = subprocess.run(
-            cmd, cwd=PACK_ROOT, capture_output=True, text=True, timeout=TIMEOUT, check=False
-        )
+        done = procs.run(cmd, cwd=PACK_ROOT, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         raise MangakaError(f"lora/measure.py did not finish in {TIMEOUT:.0f} s") from None
     if done.returncode:
@@ -69,6 +71,9 @@ def lora_train(quick: bool) -> dict[str, Any]:
     top = str(max(found["tokens"]))
     figures: dict[str, Any] = {
         "lora_train_width": "small" if found["small"] else "Qwen3.5-35B-A3B",
+        "lora_train_products": found["products"],
+        "lora_train_matmul_ms_bf16": found["matmul_ms"]["bf16"],
+        "lora_train_matmul_ms_fp32": found["matmul_ms"]["float32"],
         "lora_train_layers": found["layers"],
         "lora_train_tokens": found["tokens"],
         "lora_train_labels_over_answer_memory": round(found["labels_over_answer_memory"], 3),

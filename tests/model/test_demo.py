@@ -1,8 +1,8 @@
 """The README's first command, as a new user runs it: on a fresh ``.venv``, with no extra flags.
 
 A small model's output depends on the thread count (float sums in another order) and the seed, so
-besides the command as written, the demo runs over a seed × thread matrix; the code (repairs, not
-lucky settings) is what makes every cell pass.
+besides the command as written, the demo runs at ten seeds spread over three thread counts (two on
+two cores); the code (repairs, not lucky settings) is what makes every cell pass.
 """
 
 from __future__ import annotations
@@ -95,6 +95,25 @@ def _threads() -> list[int]:
     return sorted({1, 2, os.cpu_count() or 1})  # 1, 2 and the machine's default (every core)
 
 
+SEEDS = range(10)
+
+
+def _seeds(threads: int) -> list[int]:
+    """The seeds run at ``threads``: seeds 0–9 dealt out over the thread counts in turn (on two
+    cores: 0, 2, 4, 6, 8 at one thread and 1, 3, 5, 7, 9 at two).
+
+    Why not every seed at every thread count: a cell's output is one sample of the toy model's
+    mistakes, set by its (seed, threads) pair, and the model's output differs at each thread
+    count and seed (README); seed 3 at one thread is not a repeat of seed 3 at two threads, nor
+    of seed 4 at one. What the matrix is for is still all here: every thread count (each its own
+    order of float sums) with at least three seeds (five on two cores), and ten different seeds
+    in all, so passing still takes the repairs rather than a lucky setting; the README test above
+    adds seed 0 at the default thread count. Dealt out, the matrix is 10 demos instead of 20 on
+    two cores (it was the suite's slowest test)."""
+    counts = _threads()
+    return [seed for seed in SEEDS if counts[seed % len(counts)] == threads]
+
+
 def _demo(seed: int, threads: int, folder: Path) -> tuple[int, subprocess.CompletedProcess]:
     out = folder / f"seed{seed}" / "demo.screenplay.json"
     out.parent.mkdir()
@@ -108,13 +127,16 @@ def _demo(seed: int, threads: int, folder: Path) -> tuple[int, subprocess.Comple
 
 @pytest.mark.parametrize("threads", _threads())
 def test_the_demo_over_seeds_and_thread_counts(threads, tmp_path):
-    """Seeds 0–9 at each thread count: every run writes a valid screenplay and its storyboard page.
-    As many demos run at once as the cores hold at that thread count (two at one thread on two
-    cores): each is its own process, so its output depends on its own threads only."""
+    """Seeds 0–9 dealt out over the thread counts (``_seeds``): every run writes a valid screenplay
+    and its storyboard page. As many demos run at once as the cores hold at that thread count (two
+    at one thread on two cores): each is its own process, so its output depends on its own threads
+    only."""
+    seeds = _seeds(threads)
+    assert len(seeds) >= 3, seeds
     failed = []
     at_once = max(1, (os.cpu_count() or 1) // threads)
     with ThreadPoolExecutor(max_workers=at_once) as pool:
-        runs = sorted(pool.map(lambda seed: _demo(seed, threads, tmp_path), range(10)), key=lambda r: r[0])
+        runs = sorted(pool.map(lambda seed: _demo(seed, threads, tmp_path), seeds), key=lambda r: r[0])
     for seed, run in runs:
         if run.returncode != 0:
             failed.append(f"seed {seed}: {run.stderr.strip().splitlines()[-1:]}")

@@ -73,10 +73,8 @@ def test_a_bench_part_whose_child_hangs_is_ended_whole_when_its_timeout_fires(tm
     monkeypatch.setattr(training, "SCRIPT", script)
     monkeypatch.setattr(training, "lora_python", lambda: Path(sys.executable))
     monkeypatch.setattr(training, "TIMEOUT", 8.0)  # time enough for three Pythons to start
-    started = time.monotonic()
     with pytest.raises(MangakaError, match="did not finish in"):
         training.lora_train(quick=True)
-    assert time.monotonic() - started < 120
     _wait_for(names, 0)  # all three had started before the timeout fired
     found = {p.name: tuple(map(int, p.read_text().split())) for p in names}
     part_pid, part_group = found["part"]

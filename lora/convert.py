@@ -72,8 +72,9 @@ def _native(name: str):
     return module
 
 
+native_common = _native("native_common")
 # Children in their own process group, ended whole on a timeout, an interrupt or a failure.
-procs = _native("native_common").procs
+procs = native_common.procs
 
 
 def llama_version() -> str:

@@ -36,6 +36,7 @@ on this machine, and what that says for the whole model (run with the LoRA Pytho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -46,7 +47,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train  # lora/train.py, beside this file
-from convert import procs  # children in their own process group
+from convert import ROOT, native_common, procs  # procs: children in their own process group
+
+# The processor's bf16 and AVX-512 features, as the pack's benchmark reports them (standard library).
+machine = native_common.load_path(ROOT / "mangaka" / "devtools" / "machine.py", "mangaka_machine")
 
 log = logging.getLogger("mangaka.lora")
 
@@ -55,20 +59,6 @@ GIB = 2**30
 PRODUCTS = ("bf16", "float32")
 BF16_SLOWER_OK = 2.0  # bf16 products are used when they are at most this much slower than float32
 BLOCK = 1024  # the side of a float32 block in float32_products
-ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
-
-
-def isa_features() -> list[str]:
-    """The processor's features that decide bf16 speed on a CPU (``/proc/cpuinfo``; [] elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    have = set(line.split(":", 1)[1].split())
-                    return [flag for flag in ISA_FLAGS if flag in have]
-    except OSError:
-        pass
-    return []
 
 
 def matmul_seconds(size: int = 512, repeats: int = 3) -> dict[str, float]:
@@ -188,8 +178,6 @@ def _resident() -> int:
 def one_step(layers: int, tokens: int, checkpointing: str, loss: str, small: bool, products: str) -> dict:
     """One training step in this process (matrix products in ``products``): the peak above the
     resident memory before it."""
-    import contextlib
-
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen3_5MoeForCausalLM
@@ -270,9 +258,10 @@ def extrapolate(found: dict, layers: int, target_tokens: int, small: bool) -> di
 def report(layers: int, tokens: list[int], target_tokens: int, small: bool, products: str = "auto") -> dict:
     """The figures, as ``--json`` prints them."""
     products, seconds = choose_products(products)
+    features = machine.cpu_features()
     log.info(
         "bf16 matrix products in %s (%s; a 512x512 product: bf16 %.2f ms, float32 %.2f ms)",
-        products, ", ".join(isa_features()) or "no x86 feature flags", *(seconds[d] * 1e3 for d in PRODUCTS),
+        products, ", ".join(features) or "no x86 feature flags", *(seconds[d] * 1e3 for d in PRODUCTS),
     )  # fmt: skip
     found = measure(layers, tokens, small, products)
     top = max(tokens)
@@ -281,7 +270,7 @@ def report(layers: int, tokens: list[int], target_tokens: int, small: bool, prod
         "tokens": tokens,
         "small": small,
         "products": products,
-        "isa": isa_features(),
+        "isa": features,
         "matmul_ms": {d: round(seconds[d] * 1e3, 3) for d in PRODUCTS},
         "measured_gib": {
             k: {str(t): round(v["extra_bytes"] / GIB, 3) for t, v in p.items()} for k, p in found.items()

@@ -31,25 +31,30 @@ def popen(cmd: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     return subprocess.Popen(list(cmd), start_new_session=True, **kwargs)
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether any process of group ``pgid`` is still there (zombies not counted)."""
+def _live() -> Iterator[tuple[int, list[str]]]:
+    """Each live process (zombies not counted) with its ``/proc/PID/stat`` fields after the name
+    (state, ppid, pgrp, …); nothing where there is no procfs."""
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+        except OSError:  # gone meanwhile
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    if not os.path.isdir("/proc"):  # no procfs: ask the kernel whether the group can be signalled
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    return False
+        if fields[0] != "Z":
+            yield int(entry), fields
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still there (zombies not counted)."""
+    if os.path.isdir("/proc"):
+        return any(int(fields[2]) == pgid for _, fields in _live())
+    try:  # no procfs: ask the kernel whether the group can be signalled
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def end_group(proc: subprocess.Popen, grace: float = GRACE_S, first: int = signal.SIGTERM) -> None:
@@ -145,18 +150,15 @@ def processes_with(name: str, value: str) -> dict[int, str]:
     pid → command line: what a run that exported a marker left behind (Linux; {} elsewhere)."""
     wanted = f"{name}={value}".encode()
     found: dict[int, str] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not entry.isdigit() or int(entry) == os.getpid():
+    for pid, _ in _live():
+        if pid == os.getpid():
             continue
         try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
+            with open(f"/proc/{pid}/environ", "rb") as f:
                 if wanted not in f.read().split(b"\0"):
                     continue
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                found[int(entry)] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                found[pid] = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:  # gone meanwhile, or not ours to read
             continue
     return found

@@ -126,6 +126,12 @@ def run(
     return done
 
 
+def interrupt_handler(signum: int, frame: object) -> None:
+    """SIGTERM's handler within :func:`terminate_as_interrupt` (``llm/inprocess.py`` recognises it
+    and, like Python's own SIGINT handler, routes it to llama.cpp's abort flag during a decode)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM raises ``KeyboardInterrupt`` in the main thread, so that the
@@ -134,11 +140,7 @@ def terminate_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def _raise(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, _raise)
+    previous = signal.signal(signal.SIGTERM, interrupt_handler)
     try:
         yield
     finally:

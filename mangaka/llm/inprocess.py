@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .. import procs
 from ..errors import Cancelled, ContextOverflowError, GenerationError, MangakaError
 from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage, call_context
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
@@ -307,19 +308,25 @@ class LlamaCppLLM:
         return text, result.finish_reason, len(result.tokens), reused
 
 
+# The handlers that raise KeyboardInterrupt, which _InterruptToAbort takes the place of.
+_RAISING = ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, procs.interrupt_handler))
+
+
 class _InterruptToAbort:
-    """Ctrl-C during a generation, turned into llama.cpp's abort flag; ``KeyboardInterrupt`` is
-    raised once the decode has stopped (``raise_if_hit``), from Python, not inside llama.cpp.
+    """Ctrl-C (or SIGTERM, which the command line turns into an interrupt: ``procs``) during a
+    generation, turned into llama.cpp's abort flag; ``KeyboardInterrupt`` is raised once the decode
+    has stopped (``raise_if_hit``), from Python, not inside llama.cpp.
 
     Python runs a signal handler at the next bytecode, which during a decode is the abort
-    callback: the default handler's ``KeyboardInterrupt`` would be raised there, where ctypes can
-    only print it and ignore it. Only in the main thread (where signals arrive); elsewhere
-    (ComfyUI's worker) it does nothing and ``cancel`` stops the run."""
+    callback: a handler's ``KeyboardInterrupt`` would be raised there, where ctypes can only print
+    it and ignore it. Only in the main thread (where signals arrive) and only in place of the
+    handlers that would raise it (Python's own for SIGINT, ``procs.interrupt_handler`` for SIGTERM);
+    elsewhere (ComfyUI's worker) it does nothing and ``cancel`` stops the run."""
 
     def __init__(self, flag: list[bool]) -> None:
         self.flag = flag
         self.hit = False
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def _handler(self, _signum: int, _frame: object) -> None:
         self.hit = True
@@ -327,16 +334,16 @@ class _InterruptToAbort:
 
     def __enter__(self) -> _InterruptToAbort:
         if threading.current_thread() is threading.main_thread():
-            previous = signal.getsignal(signal.SIGINT)
-            if previous is signal.default_int_handler:  # Python's own: ours for the decode
-                self._previous = previous
-                signal.signal(signal.SIGINT, self._handler)
+            for signum, raising in _RAISING:
+                if signal.getsignal(signum) is raising:  # ours for the decode
+                    self._previous[signum] = raising
+                    signal.signal(signum, self._handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
 
     def raise_if_hit(self) -> None:
         if self.hit:

@@ -12,11 +12,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "prompts" / "samples" / "demo_chapter.en.txt"
 
 
-def test_ctrl_c_while_generating_is_interrupted_exit_130(qwen35moe, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_while_generating_is_interrupted_exit_130(qwen35moe, tmp_path, signum):
+    """SIGTERM (a stopped container, a killed queue) ends the command line as Ctrl-C does."""
     out = tmp_path / "out.json"
     argv = [sys.executable, "-m", "mangaka", "write", str(CHAPTER), "--model", str(qwen35moe),
             "--threads", "1", "-o", str(out)]  # fmt: skip
@@ -30,7 +34,7 @@ def test_ctrl_c_while_generating_is_interrupted_exit_130(qwen35moe, tmp_path):
             break
     assert any("generating:" in line for line in lines), "".join(lines)
     time.sleep(0.3)
-    os.kill(proc.pid, signal.SIGINT)
+    os.kill(proc.pid, signum)
     proc.wait(timeout=60)
     stderr = "".join(lines) + proc.stderr.read()
     assert proc.returncode == 130, stderr[-3000:]

@@ -128,8 +128,18 @@ def base_config(model_dir: Path) -> dict:
         raise ConvertError(
             f"{model_dir} is not a Hugging Face model folder (no config.json); give the base model's folder"
         )
-    config = json.loads(path.read_text(encoding="utf-8"))
-    archs = config.get("architectures") or []
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConvertError(
+            f"{path} cannot be read ({exc}); restore the model's config.json (from its Hugging Face page)"
+        ) from None
+    if not isinstance(config, dict):
+        raise ConvertError(
+            f"{path} is not a model config (a JSON object); restore it (from the model's Hugging Face page)"
+        )
+    found = config.get("architectures")
+    archs = [a for a in found if isinstance(a, str)] if isinstance(found, list) else []
     if not any(a in KNOWN_ARCHITECTURES for a in archs):
         raise ConvertError(
             f"{model_dir}: architecture {', '.join(archs) or 'unknown'} is not one this pack trains "
@@ -143,7 +153,8 @@ def base_shape(config: dict) -> dict:
     """The base's shape as the manifest records it, for the pack to compare with a GGUF at attach
     time: layers (plus multi-token-prediction layers, which the converter counts as blocks),
     hidden size, routed experts and their width."""
-    text = config.get("text_config", config)
+    text = config.get("text_config")
+    text = text if isinstance(text, dict) else config
     return {
         "layers": text.get("num_hidden_layers"),
         "mtp_layers": text.get("mtp_num_hidden_layers") or config.get("mtp_num_hidden_layers") or 0,
@@ -154,7 +165,8 @@ def base_shape(config: dict) -> dict:
 
 
 def has_mtp(config: dict) -> bool:
-    text = config.get("text_config", config)
+    text = config.get("text_config")
+    text = text if isinstance(text, dict) else config
     return bool(text.get("mtp_num_hidden_layers") or config.get("mtp_num_hidden_layers"))
 
 

@@ -56,6 +56,7 @@ LOSS_CHUNK = 512  # answer positions whose logits exist at one time (see answer_
 # One step's memory beyond the weights, measured by lora/measure.py (see memory_needed_gb)
 STEP_GB_FIXED = 2.1
 STEP_GB_PER_KTOKEN = {"on": 0.6, "off": 17.8}
+MAX_DEPTH = 64  # as mangaka.jsontext: nothing a dataset card holds nests that deeply
 
 
 class TrainError(Exception):
@@ -72,7 +73,7 @@ def check_inputs(args: argparse.Namespace) -> dict:
             f"--data {args.data} is not a dataset (no card.json and train.jsonl); make one with "
             "`python -m mangaka dataset PAIRS_DIR -o DIR`"
         )
-    card = json.loads(card_path.read_text(encoding="utf-8"))
+    card = read_card(args.data)
     if not card.get("examples", {}).get("train"):
         raise TrainError(
             f"--data {args.data} has no training examples; add approved pairs and export it again"
@@ -94,6 +95,65 @@ def check_inputs(args: argparse.Namespace) -> dict:
     if not args.lr > 0 or not math.isfinite(args.lr):
         raise TrainError(f"--lr must be a positive number, got {args.lr}")
     return card
+
+
+def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
+    """Whether the lists and objects of parsed JSON ``value`` nest more than ``limit`` levels."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            todo += [(v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)]
+    return False
+
+
+def read_card(data: Path) -> dict:
+    """``DATA/card.json``, copied into the manifest at the end (so it must write back as UTF-8
+    JSON); ``TrainError`` names the file and the fix when it cannot be."""
+    path, fix = data / "card.json", f"export --data {data} again with `python -m mangaka dataset`"
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+        if too_deep(card):
+            raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+        json.dumps(card, ensure_ascii=False).encode("utf-8")  # a lone surrogate escape fails here
+    except (OSError, ValueError, RecursionError) as exc:
+        raise TrainError(f"{path} cannot be read ({exc}); {fix}") from None
+    if not isinstance(card, dict) or not isinstance(card.get("examples", {}), dict):
+        raise TrainError(f'{path} is not a dataset card (an object with "examples"); {fix}')
+    return card
+
+
+def example_messages(line: str, where: str) -> list[dict]:
+    """One line of a dataset's JSONL: its chat messages, the answer last; ``TrainError`` names
+    ``where`` (the file and line) when it is not that."""
+    fix = "export the dataset again with `python -m mangaka dataset`"
+    try:
+        example = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise TrainError(f"{where}: not valid JSON ({exc}); {fix}") from None
+    messages = example.get("messages") if isinstance(example, dict) else None
+    if not (
+        isinstance(messages, list)
+        and len(messages) >= 2
+        and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in messages
+        )
+    ):
+        raise TrainError(
+            f'{where}: not an example (an object with "messages": a list of at least two, each a role '
+            f"and its content as text, the answer last); {fix}"
+        )
+    try:
+        for m in messages:
+            (m["role"] + m["content"]).encode("utf-8")
+    except UnicodeEncodeError:
+        raise TrainError(
+            f"{where}: holds a lone surrogate escape (\\ud800 to \\udfff), which is not text; {fix}"
+        ) from None
+    return messages
 
 
 def manifest_path(out: Path) -> Path:
@@ -134,10 +194,14 @@ def load_examples(path: Path, tokenizer, max_tokens: int) -> tuple[list[tuple[li
     """Each example as (token ids, prompt length); the skipped count (longer than ``max_tokens``)."""
     out, skipped = [], 0
     end = tokenizer.eos_token or ""
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, ValueError) as exc:
+        raise TrainError(f"{path} cannot be read ({exc}); export the dataset again") from None
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        messages = json.loads(line)["messages"]
+        messages = example_messages(line, f"{path}, line {number}")
         prompt_text = tokenizer.apply_chat_template(
             messages[:-1], tokenize=False, add_generation_prompt=True, enable_thinking=False
         )

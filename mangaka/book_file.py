@@ -37,18 +37,15 @@ def _looks_misdecoded(text: str) -> str | None:
     return None
 
 
-def read_book(path: str | Path) -> str:
+def read_book(path: str | Path, what: str = "book file") -> str:
     """A book file's text: UTF-8 (with or without BOM), UTF-16/32 with BOM, else GB18030.
 
     Decoding is strict: a file that is none of these raises ``InputError`` naming the file and the
     encodings tried, never returns mojibake. The BOM is removed; line breaks are left as they are."""
+    from .fileio import read_input
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"book file {path} not found") from None
-    except OSError as exc:
-        raise InputError(f"book file {path} cannot be read: {exc}") from exc
+    raw = read_input(path, what)  # a regular file of bounded size, or InputError
 
     boms = (
         (codecs.BOM_UTF8, "utf-8-sig"),
@@ -63,20 +60,20 @@ def read_book(path: str | Path) -> str:
                 text = raw.decode(encoding)
             except UnicodeDecodeError as exc:
                 raise InputError(
-                    f"book file {path} starts with a {encoding} byte order mark but is not valid "
+                    f"{what} {path} starts with a {encoding} byte order mark but is not valid "
                     f"{encoding} ({exc.reason} at byte {exc.start}); save it again as UTF-8"
                 ) from None
-            return _checked(text.removeprefix("\ufeff"), path)
+            return _checked(text.removeprefix("\ufeff"), path, what)
 
     try:
-        return _checked(raw.decode("utf-8"), path)
+        return _checked(raw.decode("utf-8"), path, what)
     except UnicodeDecodeError as exc:
         utf8_error = f"not UTF-8: {exc.reason} at byte {exc.start}"
     try:
         text = raw.decode("gb18030")
     except UnicodeDecodeError as exc:
         raise InputError(
-            f"book file {path} is not text in any of {', '.join(ENCODINGS)} ({utf8_error}; not GB18030: "
+            f"{what} {path} is not text in any of {', '.join(ENCODINGS)} ({utf8_error}; not GB18030: "
             f"{exc.reason} at byte {exc.start}); save it as UTF-8 and try again"
         ) from None
     why = _looks_misdecoded(text)
@@ -90,11 +87,11 @@ def read_book(path: str | Path) -> str:
             else "save it as UTF-8"
         )
         raise InputError(
-            f"book file {path} is not UTF-8 ({utf8_error}) and decodes as GB18030 only as nonsense: "
+            f"{what} {path} is not UTF-8 ({utf8_error}) and decodes as GB18030 only as nonsense: "
             f"{looks}. Tried {', '.join(ENCODINGS)}; {fix}, and try again"
         )
     log.info("read %s as GB18030 (%s)", path, utf8_error)
-    return _checked(text, path)
+    return _checked(text, path, what)
 
 
 _GB = frozenset({"gb18030", "gbk", "gb2312", "hz"})
@@ -130,10 +127,10 @@ def _detected_encoding(raw: bytes) -> tuple[str, str] | None:
     return name, language
 
 
-def _checked(text: str, path: Path) -> str:
+def _checked(text: str, path: Path, what: str) -> str:
     if "\x00" in text:
         raise InputError(
-            f"book file {path} contains NUL characters: it is binary or UTF-16 without a byte order mark; "
+            f"{what} {path} contains NUL characters: it is binary or UTF-16 without a byte order mark; "
             "save it as UTF-8 and try again"
         )
     return text

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .batch.book import BIBLE_FILE, Selection, select_chapters
-from .errors import InputError
+from .errors import InputError, MangakaError
 from .llm.base import LLM
 from .llm.inprocess import LoadOptions, check_lora_scale
 from .screenplay.bible import load_series_bible
@@ -187,10 +187,32 @@ def check_output_file(
 
     ``derived``: the files written beside it (the plan, the storyboard), checked against the
     inputs too. Returns ``output``."""
+    from .fileio import NAME_MAX, file_kind, name_too_long
+
+    for path in (output, *(derived or {}).values()):
+        if name_too_long(path):
+            raise InputError(
+                f"{flag} {output}: the file name {path.name[:40]}… is {len(os.fsencode(path.name))} bytes, "
+                f"more than the {NAME_MAX} a file name may have; give a shorter name"
+            )
     if output.is_dir():
         raise InputError(
             f"{flag} {output} is a folder; give a file name in it, e.g. {output / 'chapter.screenplay.json'}"
         )
+    try:
+        kind = file_kind(os.stat(output).st_mode)
+    except OSError:
+        kind = None  # absent (or unreachable: the folder checks below say why)
+    if kind is not None and kind != "file":
+        if kind != "character device" and not kind.startswith("FIFO"):
+            raise InputError(f"{flag} {output} is a {kind}, which Mangaka never replaces; give a file path")
+        if derived:
+            beside = ", ".join(str(p) for p in derived.values())
+            raise InputError(
+                f"{flag} {output} is a {kind}: the files written beside the screenplay ({beside}) would "
+                "land in its folder; give a file path, or leave out the options that write them"
+            )
+        return output  # written through, as a shell redirection would (fileio.write_atomic)
     _check_writable_folder(output.parent, flag, output, may_create=False)
     _check_not_an_input({"output": output, **(derived or {})}, inputs, flag)
     return output
@@ -241,7 +263,7 @@ def read_chapter(path: Path) -> str:
         raise InputError(f"chapter file {path} is a folder; give a text file with the chapter")
     if not path.exists():
         raise InputError(f"chapter file {path} not found; give the path of a text file with the chapter")
-    return check_chapter(read_book(path), f"chapter file {path}")
+    return check_chapter(read_book(path, "chapter file"), f"chapter file {path}")
 
 
 def check_model_args(args: argparse.Namespace, model: Path) -> None:
@@ -447,9 +469,11 @@ def page_options(args: argparse.Namespace) -> LayoutOptions:
 def _owned_pages(folder: Path) -> set[str]:
     """The page files an earlier ``page`` run wrote in ``folder``, by its layout.json: the names it
     lists (older layout.json files: its page count, in both formats). Only page_NNN names count."""
+    from .fileio import read_text
+
     try:
-        old = json.loads((folder / LAYOUT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        old = json.loads(read_text(folder / LAYOUT_FILE, LAYOUT_FILE))
+    except (MangakaError, ValueError, RecursionError):
         return set()
     if not isinstance(old, dict):
         return set()

@@ -113,10 +113,9 @@ def find_pairs(folder: Path) -> list[Pair]:
 
 
 def _pair(name: str, text_path: Path, sp_path: Path, chapter: str) -> Pair:
-    try:
-        screenplay = load_screenplay(sp_path.read_bytes(), source=f"screenplay {sp_path}")
-    except OSError as exc:
-        raise InputError(f"screenplay {sp_path} cannot be read: {exc.strerror or exc}") from None
+    from .fileio import read_input
+
+    screenplay = load_screenplay(read_input(sp_path, "screenplay"), source=f"screenplay {sp_path}")
     language = chapter_language(chapter)
     if screenplay.language != language:
         raise InputError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from .errors import InputError
@@ -55,7 +56,8 @@ def exceeds_depth(text: str | bytes, limit: int = MAX_DEPTH) -> bool:
 
 def loads(text: str | bytes, source: str, fix: str = "") -> Any:
     """``text`` parsed as JSON; ``InputError`` names ``source``, the line and column, and ``fix``
-    (appended after "; ") when it is not valid JSON, or when it nests past ``MAX_DEPTH``."""
+    (appended after "; ") when it is not valid JSON, nests past ``MAX_DEPTH`` or holds an integer
+    too long for Python to convert (``sys.get_int_max_str_digits()``)."""
     if exceeds_depth(text):
         raise InputError(too_deep(source))
     try:
@@ -67,3 +69,8 @@ def loads(text: str | bytes, source: str, fix: str = "") -> Any:
         ) from None
     except UnicodeDecodeError as e:
         raise InputError(f"{source}: not UTF-8 text ({e.reason}); save it as UTF-8") from None
+    except ValueError:  # the only other one: an integer past Python's digit limit
+        raise InputError(
+            f"{source}: holds a number of more than {sys.get_int_max_str_digits()} digits; nothing Mangaka "
+            "reads holds such a number: check that this is the right file or reply"
+        ) from None

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..fileio import write_atomic
+from ..errors import InputError, MangakaError
+from ..fileio import read_text, write_atomic
 
 STATE_FILE = "queue-state.json"
 VERSION = 1
@@ -67,16 +67,24 @@ class QueueState:
             state = cls(path, book_sha256, workflow_sha256, {c.number: c for c in chapters})
             state.save()
             return state
+        unreadable = f"{path} is not a queue state this pack wrote"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path} is unreadable ({exc}); move it away to start over") from None
+            data = json.loads(read_text(path, "queue state file"))
+        except MangakaError as exc:
+            raise InputError(f"{exc}; move it away to start over") from None
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"{unreadable} ({exc}); move it away to start over") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{unreadable} (not a JSON object); move it away to start over")
         if data.get("book_sha256") != book_sha256 or data.get("workflow_sha256") != workflow_sha256:
             raise InputError(
                 f"{path} belongs to another book or workflow; use another --out folder, or delete it to "
                 "start this book over"
             )
-        known = {int(n): ChapterState(**c) for n, c in data.get("chapters", {}).items()}
+        try:
+            known = {int(n): ChapterState(**c) for n, c in dict(data.get("chapters", {})).items()}
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{unreadable} (its chapters: {exc}); move it away to start over") from None
         for chapter in chapters:
             known.setdefault(chapter.number, chapter)
         return cls(path, book_sha256, workflow_sha256, known, data.get("created", ""))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..fileio import parse_json
+from ..fileio import parse_json, read_text
 
 EXPORT_HINT = (
     "export the API format: in ComfyUI's menu Workflow → Export (API), or use the twins in "
@@ -32,14 +32,7 @@ class ChapterInput:
 def load_workflow(path: str | Path) -> dict[str, Any]:
     """An API-format workflow (``{node_id: {"class_type", "inputs"}}``) from a JSON file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(f"workflow file {path} not found") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"workflow file {path} is not JSON ({exc})") from None
-    except OSError as exc:
-        raise InputError(f"workflow file {path} cannot be read ({exc.strerror}); check the path") from None
+    text = read_text(path, "workflow file")  # a regular UTF-8 file of bounded size, or InputError
     data = parse_json(text, f"workflow file {path}", EXPORT_HINT)
     if isinstance(data, dict) and "nodes" in data and "links" in data:
         raise InputError(f"{path} is a UI-format workflow (the graph the editor saves); {EXPORT_HINT}")

@@ -200,9 +200,10 @@ def load_gold_case(folder: str | Path, case_id: str) -> GoldCase:
     folder = Path(folder)
     paths = [folder / f"{case_id}{s}" for s in (CHAPTER_SUFFIX, GOLD_SUFFIX, REFERENCE_SUFFIX)]
     for path in paths:
-        if not path.is_file():
+        if not path.is_file():  # a folder or a FIFO is never opened
             raise InputError(
-                f"gold chapter {case_id!r}: {path} is missing; each chapter needs "
+                f"gold chapter {case_id!r}: {path} is {'not a file' if path.exists() else 'missing'}; "
+                "each chapter needs "
                 f"{case_id}{CHAPTER_SUFFIX}, {case_id}{GOLD_SUFFIX} and {case_id}{REFERENCE_SUFFIX}"
             )
     chapter_path, gold_path, reference_path = paths

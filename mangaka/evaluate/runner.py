@@ -108,10 +108,13 @@ def result_path(out: Path, config: EvalConfig, case: GoldCase, seed: int) -> Pat
 
 
 def _resumed(path: Path, key: str) -> dict[str, Any] | None:
+    from ..errors import MangakaError
+    from ..fileio import read_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        data = json.loads(read_text(path, "eval result"))
+    except (MangakaError, ValueError, RecursionError):
+        return None  # not a result this run wrote: the case runs again and replaces it
     return data if isinstance(data, dict) and data.get("fingerprint") == key else None
 
 

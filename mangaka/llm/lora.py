@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InputError, LoraError
 from ..fileio import write_atomic
+from ..jsontext import MAX_DEPTH, exceeds_depth
 from .loading import LoadedModel, check_lora_file
 from .native import import_llama_cpp
 
@@ -39,12 +40,21 @@ def manifest_path(lora: Path) -> Path:
 
 
 def read_manifest(lora: Path) -> dict[str, Any] | None:
-    """The LoRA's manifest, or None when it has none; ``LoraError`` when it cannot be read."""
+    """The LoRA's manifest, or None when it has none; ``LoraError`` when it cannot be read (not a
+    file, not UTF-8, not JSON, nested past ``MAX_DEPTH``, not an object)."""
     path = manifest_path(lora)
-    if not path.is_file():
+    if not path.exists():
         return None
+    if not path.is_file():  # a folder, a FIFO (never opened: it would wait for a writer)
+        raise LoraError(
+            f"{path} (the manifest of LoRA {lora.name}) is not a file; "
+            "restore the manifest from the training run or delete it"
+        )
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if exceeds_depth(text):
+            raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+        manifest = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise LoraError(
             f"{path.name} (the manifest of LoRA {lora.name}) cannot be read ({exc}); "
@@ -59,7 +69,8 @@ def record_eval(lora: Path, record: dict[str, Any]) -> Path | None:
     """Add ``record`` (an ``eval`` of the LoRA) to its manifest's ``eval`` list, rewritten
     atomically; the manifest's path, or ``None`` when the LoRA has none. A record equal to one
     already there but for its ``recorded`` time (the same eval again) is not added twice.
-    ``LoraError`` when the manifest cannot be read, ``OSError`` when it cannot be written."""
+    ``LoraError`` when the manifest cannot be read or holds what UTF-8 cannot write back (a lone
+    surrogate escape), ``OSError`` when it cannot be written."""
     manifest = read_manifest(lora)
     if manifest is None:
         return None
@@ -73,7 +84,14 @@ def record_eval(lora: Path, record: dict[str, Any]) -> Path | None:
 
     if not any(same(e) for e in evals):
         manifest["eval"] = [*evals, record]
-        write_atomic(manifest_path(lora), json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
+        try:
+            raw = (json.dumps(manifest, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a "\\ud800" escape in the file: no character, no UTF-8
+            raise LoraError(
+                f"{manifest_path(lora).name} (the manifest of LoRA {lora.name}) holds a lone surrogate "
+                "escape (\\ud800 to \\udfff), which is not text; restore it from the training run"
+            ) from None
+        write_atomic(manifest_path(lora), raw)
     return manifest_path(lora)
 
 
@@ -99,7 +117,8 @@ def check_manifest(model: LoadedModel, lora: Path) -> None:
     layers = shape.get("layers")
     if isinstance(layers, int):
         # The converter counts multi-token-prediction layers as blocks unless it drops them.
-        allowed = {layers, layers + int(shape.get("mtp_layers") or 0)}
+        mtp = shape.get("mtp_layers")
+        allowed = {layers, layers + (mtp if isinstance(mtp, int) else 0)}
         have = meta.get(f"{arch}.block_count")
         if have is not None and int(have) not in allowed:
             differences.append(f"{layers} layers, not {have}")

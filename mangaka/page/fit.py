@@ -6,6 +6,7 @@ to a pleasant shape, with "…" where it is cut.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -65,9 +66,18 @@ class Fit:
     estimated: bool = False  # rejected by area alone: no lines computed
 
 
+def letterable(text: str) -> str:
+    """``text`` as it is lettered: without its invisible format characters (zero-width space and
+    joiners, direction marks, the word joiner, a stray BOM: Unicode category Cf), which no font
+    draws, and trimmed. A line of only such characters gives "" (nothing to letter)."""
+    if text.isascii():
+        return text.strip()
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf").strip()
+
+
 def visible(text: str) -> int:
-    """The number of characters in ``text``, whitespace aside."""
-    return sum(1 for ch in text if not ch.isspace())
+    """The number of characters in ``text``, whitespace and invisible format characters aside."""
+    return sum(1 for ch in text if not ch.isspace() and unicodedata.category(ch) != "Cf")
 
 
 def fit_horizontal(

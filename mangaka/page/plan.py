@@ -33,7 +33,7 @@ from .balloon import (
     tip_radius,
     vertical_enabled,
 )
-from .fit import Fit, fit_horizontal, fit_vertical, font_sizes, measure, visible
+from .fit import Fit, fit_horizontal, fit_vertical, font_sizes, letterable, measure, visible
 from .fonts import missing_glyphs
 from .layout import TextOrder
 
@@ -172,7 +172,7 @@ def _setting(panel: Any, options: LetteringOptions, page_width: int, panel_id: s
 def _reading_order(lines: Sequence[LineSpec]) -> list[_Item]:
     """The lines as items, captions first, each group in dialogue order."""
     items = [
-        _Item(i, spec, balloon_kind(spec.emotion, spec.speaker), spec.text.strip())
+        _Item(i, spec, balloon_kind(spec.emotion, spec.speaker), letterable(spec.text))
         for i, spec in enumerate(lines)
     ]
     return [it for it in items if it.kind == "caption"] + [it for it in items if it.kind != "caption"]
@@ -227,6 +227,12 @@ def _plan_line(
     checked = it.text + (ELLIPSIS if not f.fits else "")
     missing = missing_glyphs(checked, s.language)
     line_id = it.spec.line_id
+    if not it.text and it.spec.text.strip():
+        codes = ", ".join(sorted({f"U+{ord(ch):04X}" for ch in it.spec.text.strip()}))
+        problems.append(
+            f"{line_id} ({s.where}): the line has no visible characters (only {codes}); it is not "
+            "lettered: give it words or remove it"
+        )
     if box is None or not it.text:
         shown_box = Box(s.inner.x, s.inner.y, 0, 0)
         hidden = visible(it.text)

@@ -583,3 +583,23 @@ def test_empty_line_gets_no_balloon():
     image = _page()
     draw_balloons(image, plans, LetteringOptions())
     assert plan_balloons(PANELS[0], [], LetteringOptions(), A4) == ([], [])
+
+
+def test_a_line_of_only_invisible_characters_is_not_lettered_and_the_reason_is_given(caplog):
+    """Zero-width spaces, a word joiner, direction marks: no font draws them, so such a line is
+    empty (no balloon, no "missing glyph"), said once with its code points; inside a real line
+    they are left out of the lettering."""
+    lines = [
+        LineSpec("d1", "akira", "\u200b\u200b \u2060\u200e", "neutral"),
+        LineSpec("d2", "mei", "Wait\u200b for me!", "neutral"),
+    ]
+    with caplog.at_level("WARNING", logger="mangaka"):
+        plans, problems = plan_balloons(PANELS[0], lines, LetteringOptions(), A4, panel_id="p1")
+    by_id = {plan.line_id: plan for plan in plans}
+    assert by_id["d1"].box.empty and by_id["d1"].lines == [] and by_id["d1"].missing_glyphs == []
+    assert problems == [
+        "d1 (panel p1): the line has no visible characters (only U+0020, U+200B, U+200E, U+2060); "
+        "it is not lettered: give it words or remove it"
+    ]
+    assert "".join(by_id["d2"].lines).replace(" ", "") == "Waitforme!" and not by_id["d2"].box.empty
+    assert "glyph" not in caplog.text

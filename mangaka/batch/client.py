@@ -27,15 +27,58 @@ class ServerUnreachable(MangakaError):
         self.reason = reason
 
 
+MAX_URL = 2048
+EXAMPLE_URL = "http://127.0.0.1:8188"
+
+
+def server_url(url: str) -> str:
+    """A ComfyUI server's address as the client uses it: ``http://`` added when no scheme is given,
+    no trailing slash. ``InputError`` naming the address and the fix when it is not an http(s) URL
+    with a host and a valid port (checked before anything is read or posted)."""
+    from urllib.parse import urlsplit
+
+    from ..errors import InputError
+
+    shown = url if len(url) <= 80 else url[:77] + "…"
+    given = url.strip().rstrip("/")
+    if not given:
+        raise InputError(f"--server {url!r} is empty; give the ComfyUI address, e.g. {EXAMPLE_URL}")
+    if len(given) > MAX_URL:
+        raise InputError(
+            f"--server {shown} is {len(given)} characters long; give the ComfyUI address, e.g. {EXAMPLE_URL}"
+        )
+    if "://" in given and not given.lower().startswith(("http://", "https://")):
+        raise InputError(f"--server {shown}: only http:// and https:// addresses; give e.g. {EXAMPLE_URL}")
+    if not given.lower().startswith(("http://", "https://")):
+        given = "http://" + given
+    try:
+        parts = urlsplit(given)
+        port = parts.port  # a port out of 0..65535 or not a number raises here
+        host = parts.hostname
+    except ValueError as exc:
+        raise InputError(
+            f"--server {shown} is not a valid address ({exc}); give e.g. {EXAMPLE_URL}"
+        ) from None
+    if not host or any(ch.isspace() for ch in given) or port == 0:
+        raise InputError(f"--server {shown} has no valid host and port; give e.g. {EXAMPLE_URL}")
+    try:
+        import yarl  # what aiohttp will make of it
+
+        yarl.URL(given)
+    except (ValueError, TypeError) as exc:
+        raise InputError(
+            f"--server {shown} is not a valid address ({exc}); give e.g. {EXAMPLE_URL}"
+        ) from None
+    return given
+
+
 class ComfyClient:
     """One server. Create it inside a running event loop; ``close()`` when done."""
 
     def __init__(self, url: str, timeout: float = 30.0) -> None:
         import aiohttp
 
-        self.url = url.rstrip("/")
-        if not self.url.startswith(("http://", "https://")):
-            self.url = "http://" + self.url
+        self.url = server_url(url)
         self._aiohttp = aiohttp
         self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout))
 
@@ -58,7 +101,7 @@ class ComfyClient:
                 if response.content_type == "application/json" and not raw:
                     return json.loads(body)
                 return body
-        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as exc:
+        except (aiohttp.ClientConnectionError, aiohttp.InvalidURL, asyncio.TimeoutError, OSError) as exc:
             raise ServerUnreachable(self.url, str(exc) or type(exc).__name__) from None
 
     async def object_info(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from ..chapters import Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
 from ..fileio import write_atomic
-from .client import ComfyClient, ServerError, ServerUnreachable
+from .client import ComfyClient, ServerError, ServerUnreachable, server_url
 from .queue_bible import BIBLE_FILE, QueueBible, open_bible
 from .state import ChapterState, QueueState
 from .workflow import ChapterInput, check_workflow, find_chapter_input, load_workflow, with_chapter
@@ -377,6 +377,7 @@ async def run_queue(
     before anything is posted)."""
     if not servers:
         raise InputError("name at least one ComfyUI server with --server URL")
+    servers = list(dict.fromkeys(server_url(url) for url in servers))  # each checked before any work
     text = read_book(book)
     found = split_chapters(text, max_chars=max_chars)
     if not found:

@@ -244,3 +244,40 @@ def test_write_refuses_before_any_work_an_output_it_cannot_write(tmp_path, caplo
     message = one_error([*base, str(long_ok)], caplog)
     assert "missing.gguf" in message and "file name" not in message
     assert stat.S_ISBLK(os.stat(disk).st_mode) and stat.S_ISCHR(os.stat(null).st_mode)
+
+
+# ------------------------------------------------------------------------------- queue servers
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://[::1", "is not a valid address (Invalid IPv6 URL)"),
+        ("file:///etc/passwd", "only http:// and https:// addresses"),
+        ("http://127.0.0.1:99999", "is not a valid address (Port out of range"),
+        ("http://" + "a" * 5000, "is 5007 characters long"),
+        ("http://127.0.0.1:0", "has no valid host and port"),
+        ("http://:8188", "has no valid host and port"),
+        ("http://exa mple:80", "has no valid host and port"),
+        ("  ", "is empty"),
+    ],
+    ids=["bracket", "file scheme", "port", "5000 chars", "port 0", "no host", "space", "empty"],
+)
+def test_queue_refuses_a_server_address_it_cannot_use_before_any_work(tmp_path, caplog, url, said):
+    """Each was an "internal error" (aiohttp's InvalidURL) or a connection to the wrong host."""
+    workflow = ROOT / "example_workflows" / "api" / "manga_page.json"
+    book = ROOT / "prompts" / "samples" / "demo_book.en.txt"
+    out = tmp_path / "out"
+    message = one_error(
+        ["queue", str(book), "--workflow", str(workflow), "--server", url, "--out", str(out)], caplog
+    )
+    assert message.startswith("--server ") and said in message and "e.g. http://127.0.0.1:8188" in message
+    assert not out.exists()
+
+
+def test_a_server_address_is_completed_and_kept_as_given():
+    from mangaka.batch.client import server_url
+
+    assert server_url("127.0.0.1:8188/") == "http://127.0.0.1:8188"
+    assert server_url("HTTPS://comfy.example/proxy/") == "HTTPS://comfy.example/proxy"
+    assert server_url("http://[::1]:8188") == "http://[::1]:8188"

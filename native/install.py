@@ -33,6 +33,11 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:  # loaded by path rather than run
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import native_common
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock (one install at a time there)
+    fcntl = None  # type: ignore[assignment]
 from native_common import procs
 
 log = logging.getLogger("mangaka.native")
@@ -269,12 +274,22 @@ def install(
 ) -> str:
     flags = cmake_flags(target, cuda_arch)
     folder = cache_dir(cache_root, version, target, flags, python_tag(python))
-    wheels = sorted(folder.glob("*.whl"))
-    if wheels and not rebuild:
-        wheel = wheels[0]
-        log.info("using cached wheel %s", wheel)
-    else:
-        wheel = build_wheel(python, version, flags, folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # One build per cache folder: a second installer (ComfyUI's venv set up beside the pack's)
+    # waits for the first and then installs the wheel it built.
+    with open(folder.parent / f".{folder.name}.lock", "a") as lock:
+        if fcntl is not None and (not sorted(folder.glob("*.whl")) or rebuild):
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("another install is building this wheel; waiting for it (%s)", folder)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+        wheels = sorted(folder.glob("*.whl"))
+        if wheels and not rebuild:
+            wheel = wheels[0]
+            log.info("using cached wheel %s", wheel)
+        else:
+            wheel = build_wheel(python, version, flags, folder)
     cmd = [python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(wheel)]
     if procs.run(cmd).returncode != 0:
         raise InstallError(f"pip could not install {wheel}")

@@ -2,8 +2,9 @@
 # The test command (README): sets up .venv (cached llama-cpp-python wheel) and a real ComfyUI
 # (cached outside the checkout) and Debian's chromium when run as root, the emulation tools of the
 # native checks, the LoRA Python (.venv-lora), lints, then runs every tier: unit, model, comfy (with
-# the browser test), bench, native, lora. With MANGAKA_LOONGARCH=1 (.ci/run sets it) it also builds llama.cpp for loongarch64
-# (cached; about 15 minutes cold, in the background) and the LoongArch test runs.
+# the browser test), bench, native, lora. With MANGAKA_LOONGARCH=1 (.ci/run sets it) it also builds llama.cpp
+# for loongarch64 (cached; about 15 minutes cold, in the background at the lowest priority while
+# the rest runs) and the LoongArch test runs (it waits for that build).
 #   bash tests/run.sh [pytest args…]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,20 +13,49 @@ cd "$root"
 # carries MANGAKA_CI_RUN, and any still running at the end is named and ended.
 export MANGAKA_CI_RUN="$$-$(date +%s)"
 run_started=$(date +%s)
-phase_name= phase_started=$run_started phase_times=() la_pid= la_seconds=
+phase_name= phase_started=$run_started phase_times=() bg_names=() bg_pids=() bg_logs=()
 phase() {
   local now
   now=$(date +%s)
   [ -z "$phase_name" ] || phase_times+=("$(printf '%6d s  %s' $((now - phase_started)) "$phase_name")")
   phase_name=$1 phase_started=$now
 }
+# A setup step run beside the others (its own log; its time is printed with the phases).
+background() {
+  local name=$1 log
+  shift
+  log=$(mktemp -t mangaka-setup-XXXXXX.log)
+  echo "run.sh: $name, in the background (log: $log)"
+  (
+    started=$(date +%s)
+    set +e
+    "$@" >"$log" 2>&1
+    code=$?
+    echo "$code $(($(date +%s) - started))" >"$log.done"
+    exit "$code"
+  ) &
+  bg_names+=("$name") bg_pids+=("$!") bg_logs+=("$log")
+}
+# Wait for the background step $1 (an index); its log's end and exit on failure.
+await() {
+  if ! wait "${bg_pids[$1]}"; then
+    tail -n 60 "${bg_logs[$1]}" >&2
+    echo "run.sh: ${bg_names[$1]} failed; its log is above and in ${bg_logs[$1]}" >&2
+    exit 1
+  fi
+}
 finish() {
-  local code=$?
-  [ -z "$la_pid" ] || kill -- -"$la_pid" 2>/dev/null || true
+  local code=$? i
   phase ""
   echo "run.sh: time per phase (exit $code):"
   printf '  %s\n' "${phase_times[@]}"
-  [ -z "$la_seconds" ] || printf '  %6d s  (the loongarch64 build, in the background from the start)\n' "$la_seconds"
+  for i in "${!bg_names[@]}"; do
+    if [ -f "${bg_logs[$i]}.done" ]; then
+      printf '  %6d s  (in the background) %s\n' "$(cut -d' ' -f2 "${bg_logs[$i]}.done")" "${bg_names[$i]}"
+    else
+      printf '       -    (in the background, unfinished) %s\n' "${bg_names[$i]}"
+    fi
+  done
   printf '  %6d s  in all\n' $(($(date +%s) - run_started))
   if [ -x .venv/bin/python ]; then
     .venv/bin/python -c 'import os, sys; from mangaka import procs
@@ -38,12 +68,41 @@ for pid, cmd in left.items():
   exit "$code"
 }
 trap finish EXIT
+cache=${MANGAKA_CACHE:-$HOME/.cache/mangaka}
+# The two Pythons that do not need the pack's .venv are set up beside it from the start: their
+# downloads and unpacking overlap the wheel's compilation (ComfyUI's venv installs that same wheel
+# once it is built: native/install.py lets one build run and the other wait for it).
+# The LoRA Python (torch, transformers, peft: lora/requirements.txt) for the lora tier, beside the
+# pack's .venv, which never has torch; remade when lora/requirements.txt or the torch pin changes.
+# The tests train on the CPU: torch's CPU build (on this kind of machine's disk: 1.2 GB installed
+# against the CUDA build's 5.7 GB, about 100 s faster to install; elsewhere pip fetches it).
+lora_torch="torch==2.13.0"
+lora_key=$( (cat lora/requirements.txt; echo "$lora_torch") | sha256sum | cut -c1-16)
+lora_venv() {
+  rm -rf .venv-lora &&
+    "${PYTHON:-python3}" -m venv .venv-lora &&
+    .venv-lora/bin/python -m pip install --quiet "$lora_torch" &&
+    .venv-lora/bin/python -m pip install --quiet -r lora/requirements.txt &&
+    touch .venv-lora/.complete-"$lora_key"
+}
+lora_step= comfy_step=
+if [ ! -f .venv-lora/.complete-"$lora_key" ]; then
+  lora_step=${#bg_names[@]}
+  background "setup: the LoRA Python (.venv-lora)" lora_venv
+fi
+comfy_step=${#bg_names[@]}
+background "setup: ComfyUI and its venv (tests/comfy_env.py)" "${PYTHON:-python3}" tests/comfy_env.py
+export MANGAKA_LORA_PYTHON="$root/.venv-lora/bin/python"
 phase "setup: .venv and the llama-cpp-python wheel (native/setup.sh --dev)"
 bash native/setup.sh --dev
+# llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
+# linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server; its compiling
+# overlaps the downloads below.
+server_step=${#bg_names[@]}
+background "setup: llama-server (native/llama_server.py)" .venv/bin/python native/llama_server.py
 phase "setup: the wheelhouse for the fresh-venv demo test"
 # Wheels for the README's first command on a fresh .venv (tests/model/test_demo.py installs from
 # them with pip's index off): downloaded here, keyed by what setup.sh installs, never by a test.
-cache=${MANGAKA_CACHE:-$HOME/.cache/mangaka}
 wh_key=$(cat requirements.txt native/setup.sh native/install.py native/native_common.py | sha256sum | cut -c1-16)
 export MANGAKA_WHEELHOUSE="$cache/wheelhouse-$wh_key"
 if [ ! -f "$MANGAKA_WHEELHOUSE/.complete" ]; then
@@ -67,52 +126,23 @@ else
   echo "run.sh: WARNING: no emulation tools (above): the portable-wheel test will skip" >&2
 fi
 if [ "${MANGAKA_LOONGARCH:-}" = 1 ]; then
-  la_log=$(mktemp -t mangaka-loongarch-XXXXXX.log)
-  echo "run.sh: preparing the loongarch64 build in the background (log: $la_log)"
-  la_started=$(date +%s)
-  setsid .venv/bin/python native/loongarch_check.py --prepare >"$la_log" 2>&1 &
-  la_pid=$!
+  # llama.cpp for loongarch64 (about 15 minutes of compiling when cold; cached): at the lowest
+  # priority, on what the other steps and the tests leave idle (many tests run one thread on two
+  # cores). Its test waits for it (tests/native/test_loongarch.py, MANGAKA_LOONGARCH_PREPARE).
+  background "setup: the loongarch64 build (native/loongarch_check.py --prepare, nice 19)" \
+    nice -n 19 .venv/bin/python native/loongarch_check.py --prepare
+  export MANGAKA_LOONGARCH_PREPARE="${bg_logs[-1]}"
 fi
-phase "setup: ComfyUI and its venv (tests/comfy_env.py)"
-.venv/bin/python tests/comfy_env.py
-phase "setup: the LoRA Python (.venv-lora)"
-# The LoRA Python (torch, transformers, peft: lora/requirements.txt) for the lora tier, beside the
-# pack's .venv, which never has torch; remade when lora/requirements.txt or the torch pin changes.
-# The tests train on the CPU: torch's CPU build (on this kind of machine's disk: 1.2 GB installed
-# against the CUDA build's 5.7 GB, about 100 s faster to install; elsewhere pip fetches it).
-lora_torch="torch==2.13.0"
-lora_key=$( (cat lora/requirements.txt; echo "$lora_torch") | sha256sum | cut -c1-16)
-if [ ! -f .venv-lora/.complete-"$lora_key" ]; then
-  rm -rf .venv-lora
-  "${PYTHON:-python3}" -m venv .venv-lora
-  .venv-lora/bin/python -m pip install --quiet "$lora_torch"
-  .venv-lora/bin/python -m pip install --quiet -r lora/requirements.txt
-  touch .venv-lora/.complete-"$lora_key"
-fi
-export MANGAKA_LORA_PYTHON="$root/.venv-lora/bin/python"
-# llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
-# linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server.
-phase "setup: llama-server (native/llama_server.py)"
-.venv/bin/python native/llama_server.py >/dev/null
 phase "setup: chromium"
 # The browser test drives Debian's chromium (no browser download); install it when we can.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q chromium >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
 fi
-phase "setup: waiting for the loongarch64 build"
-if [ -n "$la_pid" ]; then
-  if ! wait "$la_pid"; then
-    la_pid=
-    la_seconds=$(($(date +%s) - la_started))
-    tail -n 60 "$la_log" >&2
-    echo "run.sh: the loongarch64 build failed; its log is above and in $la_log" >&2
-    exit 1
-  fi
-  la_pid=
-  la_seconds=$(($(date +%s) - la_started))
-  tail -n 1 "$la_log"
-fi
+phase "setup: waiting for ComfyUI's venv, the LoRA Python and llama-server"
+[ -z "$lora_step" ] || await "$lora_step"
+await "$comfy_step"
+await "$server_step"
 export MANGAKA_REQUIRE_COMFY=1
 phase "lint (ruff)"
 .venv/bin/python -m ruff check .

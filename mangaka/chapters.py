@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
@@ -98,10 +99,8 @@ _UNIT_RANK = {
     "篇": VOLUME,
 }
 _CJK_NUMBERED = re.compile(rf"第\s*[{_CJK_DIGITS}]+\s*(?P<unit>[{''.join(_UNIT_RANK)}])(?P<rest>.*)")
-_CJK_SPECIAL = re.compile(
-    r"(?:序章|序言|序幕|序|楔子|引子|尾声|尾聲|后记|後記|终章|終章|プロローグ|エピローグ|幕間|"
-    rf"番外(?:篇|編|编)?(?:\s*[{_CJK_DIGITS}]+)?)(?P<rest>.*)"
-)
+_CJK_SPECIAL_WORDS = "序章|序言|序幕|序|楔子|引子|尾声|尾聲|后记|後記|终章|終章|プロローグ|エピローグ|幕間"
+_CJK_SPECIAL = re.compile(rf"(?:{_CJK_SPECIAL_WORDS}|番外(?:篇|編|编)?(?:\s*[{_CJK_DIGITS}]+)?)(?P<rest>.*)")
 # What may follow the number of a heading before its title; opening brackets stay in the title.
 _SEPARATOR = re.compile(r"[\s:：\-—–―~～·・.．、「『【\[（(《〈<]")
 # Characters that make "第一章…" a phrase in a sentence rather than a heading with an attached title.
@@ -118,15 +117,26 @@ _ONES = (
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _WORD_NUMBER = rf"(?:(?:{'|'.join(_TENS)})(?:[-\s](?:{'|'.join(_ONES[:9])}))?|{'|'.join(reversed(_ONES))})"
 _ROMAN = re.compile(r"M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})", re.IGNORECASE)
+_EN_KINDS = r"chapter|chap\.|book|part|volume|vol\."
+_EN_SPECIAL_WORDS = "prologue|epilogue|interlude|afterword"
 _EN_NUMBERED = re.compile(
-    rf"(?P<kind>chapter|chap\.|book|part|volume|vol\.)\s+(?P<num>\d+|[ivxlcdm]+|{_WORD_NUMBER})\b(?P<rest>.*)",
-    re.IGNORECASE,
+    rf"(?P<kind>{_EN_KINDS})\s+(?P<num>\d+|[ivxlcdm]+|{_WORD_NUMBER})\b(?P<rest>.*)", re.IGNORECASE
 )
-_EN_SPECIAL = re.compile(r"(?:prologue|epilogue|interlude|afterword)\b(?P<rest>.*)", re.IGNORECASE)
+_EN_SPECIAL = re.compile(rf"(?:{_EN_SPECIAL_WORDS})\b(?P<rest>.*)", re.IGNORECASE)
 _EN_SEPARATOR = re.compile(r"\s*[:.\-—–]\s*(?P<title>.*)|\s+(?P<bare>.*)")
 
-_MARKDOWN = re.compile(r"(?P<hashes>#{1,6})[ \t]+(?P<title>.*?)(?:[ \t]+#+)?")
+_MARKDOWN_OPEN = re.compile(r"(#{1,6})[ \t]+")
+# A closing run of hashes; the lookbehind starts a try only where a run of blanks starts (linear time).
+_MARKDOWN_CLOSE = re.compile(r"(?<![ \t])[ \t]+#+\Z")
 _FENCE = re.compile(r"(```|~~~)")
+
+
+# The lines that may be headings (Markdown or plain) or code fences, a superset found in one pass:
+# each is then read in full. A line starts after "\n" (found fast by `re`: a literal start).
+_MAYBE_FIRST = "#`~第番" + "".join(word[0] for word in _CJK_SPECIAL_WORDS.split("|"))
+_MAYBE_HEADING = re.compile(
+    rf"\n[^\S\n]*(?:[{re.escape(''.join(sorted(set(_MAYBE_FIRST))))}]|(?i:{_EN_KINDS}|{_EN_SPECIAL_WORDS}))"
+)
 
 
 @dataclass(frozen=True)
@@ -184,6 +194,28 @@ def _plain_heading(text: str) -> int | None:
     return None
 
 
+def _markdown_heading(s: str) -> tuple[int, str] | None:
+    """(level, title) of a stripped Markdown heading line ``## Title ##``, or None, in time linear
+    in the line (one pattern with a lazy title before the closing hashes is quadratic in blanks)."""
+    m = _MARKDOWN_OPEN.match(s)
+    if not m:
+        return None
+    rest = s[m.end() :]
+    close = _MARKDOWN_CLOSE.search(rest)
+    return len(m.group(1)), rest[: close.start()] if close else rest
+
+
+def _maybe_headings(lines: list[str], text: str) -> list[int]:
+    """Indices of the lines that may be headings or code fences (``text`` is the lines joined)."""
+    found = [0] if lines and _MAYBE_HEADING.match("\n" + lines[0]) else []
+    line, pos = 0, 0
+    for m in _MAYBE_HEADING.finditer(text):
+        line += text.count("\n", pos, m.start()) + 1  # the line after the "\n" at m.start()
+        pos = m.start() + 1
+        found.append(line)
+    return found
+
+
 def _continues_prose(lines: list[str], i: int) -> bool:
     """True when line ``i`` directly continues a hard-wrapped English prose line above it."""
     if i == 0:
@@ -192,17 +224,18 @@ def _continues_prose(lines: list[str], i: int) -> bool:
     return len(above) > 40 and (above[-1].islower() or above[-1] in ",;-")
 
 
-def _markdown_lines(lines: list[str]) -> list[tuple[int, int, str]]:
-    """(line index, level, title) of every Markdown heading outside fenced code."""
+def _markdown_lines(lines: list[str], maybe: list[int]) -> list[tuple[int, int, str]]:
+    """(line index, level, title) of every Markdown heading outside fenced code; ``maybe`` holds
+    every line that may be one or a fence (``_maybe_headings``)."""
     found, fenced = [], False
-    for i, line in enumerate(lines):
-        s = line.strip()
+    for i in maybe:
+        s = lines[i].strip()
         if _FENCE.match(s):
             fenced = not fenced
             continue
-        m = None if fenced else _MARKDOWN.fullmatch(s)
-        if m and m.group("title").strip():
-            found.append((i, len(m.group("hashes")), m.group("title").strip()))
+        m = None if fenced else _markdown_heading(s)
+        if m and m[1].strip():
+            found.append((i, m[0], m[1].strip()))
     return found
 
 
@@ -213,9 +246,9 @@ def _next_text_line(lines: list[str], i: int) -> int | None:
     return None
 
 
-def _markdown_marks(lines: list[str]) -> list[_Mark] | None:
+def _markdown_marks(lines: list[str], maybe: list[int]) -> list[_Mark] | None:
     """Headings of a Markdown book, or None when no Markdown heading level repeats."""
-    found = _markdown_lines(lines)
+    found = _markdown_lines(lines, maybe)
     counts = Counter(level for _, level, _ in found)
     repeated = sorted(level for level, n in counts.items() if n > 1)
     if not repeated:
@@ -238,14 +271,14 @@ def _markdown_marks(lines: list[str]) -> list[_Mark] | None:
     ]
 
 
-def _plain_marks(lines: list[str]) -> list[_Mark]:
+def _plain_marks(lines: list[str], maybe: list[int]) -> list[_Mark]:
     marks = []
-    for i, line in enumerate(lines):
-        s = line.strip()
+    for i in maybe:
+        s = lines[i].strip()
         if not s or len(s) > MAX_HEADING_CHARS:
             continue
-        md = _MARKDOWN.fullmatch(s)
-        text = md.group("title").strip() if md else s
+        md = _markdown_heading(s)
+        text = md[1].strip() if md else s
         rank = _plain_heading(text) if text else None
         if rank is not None and not _continues_prose(lines, i):
             marks.append(_Mark(i, text, rank))
@@ -287,82 +320,125 @@ def _drop_tables_of_contents(lines: list[str], marks: list[_Mark]) -> list[_Mark
 
 # ---------------------------------------------------------------- text
 
-_LINE_BREAKS = re.compile(r"\r\n|[\r\u2028\u2029\x85]")
+_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def _normalise_lines(text: str) -> list[str]:
-    text = text.removeprefix("\ufeff")
-    return [line.rstrip() for line in _LINE_BREAKS.sub("\n", text).split("\n")]
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    for line_break in "\r\u2028\u2029\x85":
+        text = text.replace(line_break, "\n")
+    return list(map(str.rstrip, text.split("\n")))
 
 
-def _body(lines: list[str]) -> str:
-    """Lines as chapter text: one blank line between paragraphs, none at either end."""
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+def _body(lines: list[str], text: str | None = None) -> str:
+    """Lines as chapter text: one blank line between paragraphs, none at either end (``text``: the
+    lines already joined)."""
+    text = "\n".join(lines) if text is None else text
+    return (_BLANK_LINES.sub("\n\n", text) if "\n\n\n" in text else text).strip("\n")
 
 
 def _line_count(text: str) -> int:
     return sum(1 for line in text.split("\n") if line.strip())
 
 
-# Cut points, coarsest first: paragraphs, lines, sentence ends (CJK ends need no space after them).
+# Cut points, coarsest first: paragraphs, lines, sentence ends (CJK ends need no space after them):
+# a run of 。！？…, or of .!? before a space, a closing quote or the end; then closing quotes and
+# blanks. One character class first (`re` scans for it fast); the lookbehinds try a run of .!? once,
+# from its start, not again from each dot (quadratic on a long run).
 _SPLITTERS = (
     re.compile(r"\n\n+"),
     re.compile(r"\n"),
-    re.compile(r"(?:[。！？…]+|[.!?]+(?=[\s”’\"')\]」』]|$))[”’」』\"'）)\]]*[ \t]*"),
+    re.compile(
+        r"[。！？….!?](?:(?<=[。！？…])[。！？…]*|(?<=[.!?])(?<![.!?]{2})[.!?]*(?=[\s”’\"')\]」』]|$))"
+        r"[”’」』\"'）)\]]*[ \t]*"
+    ),
 )
+_MATCH_END = re.Match.end
+_TEXT = re.compile(r"\S")  # what str.rstrip keeps: \s and str.isspace agree
 
 
-def _hard_split(text: str, max_chars: int) -> list[str]:
-    pieces = []
-    while len(text.rstrip()) > max_chars:
-        window = text[:max_chars]
-        space = max(window.rfind(" "), window.rfind("\t"), window.rfind("\u3000"))
-        cut = space + 1 if space >= max_chars // 2 else max_chars
-        pieces.append(text[:cut])
-        text = text[cut:]
-    return [*pieces, text] if text else pieces
+def _hard_split(text: str, start: int, end: int, max_chars: int, ends: list[int]) -> None:
+    """``text[start:end]`` cut every ``max_chars`` characters, at the last space of the window when
+    it is in the window's second half; where each piece ends is appended to ``ends``."""
+    stop = start + len(text[start:end].rstrip())
+    while stop - start > max_chars:
+        window = start + max_chars
+        space = max(text.rfind(blank, start, window) for blank in " \t\u3000")
+        start = space + 1 if space >= start + max_chars // 2 else window
+        ends.append(start)
+    if start < end:
+        ends.append(end)
 
 
-def _pieces(text: str, max_chars: int, level: int = 0) -> list[str]:
-    """``text`` cut into pieces of at most ``max_chars`` (stripped) that concatenate back to it."""
+def _piece_ends(text: str, max_chars: int) -> list[int]:
+    """Where each piece of ``text`` ends: pieces of at most ``max_chars`` characters (trailing space
+    not counted) cut at the coarsest boundaries (``_SPLITTERS`` in order, then ``_hard_split``).
+
+    Only a piece that is still too long is cut further, so the work is linear in the text."""
+    ends: list[int] = []
+
+    def cut(start: int, end: int, level: int) -> None:  # text[start:end] is too long
+        if level == len(_SPLITTERS):
+            _hard_split(text, start, end, max_chars, ends)
+            return
+        found = list(map(_MATCH_END, _SPLITTERS[level].finditer(text, start, end)))
+        if found and found[-1] == end:
+            found.pop()
+        found.append(end)
+        done = i = 0  # pieces before `i` are checked; those before `done` are in `ends`
+        while i < len(found):
+            a = found[i - 1] if i else start
+            fit = bisect_right(found, a + max_chars, i)  # pieces i..fit-1 are short enough
+            if fit > i:
+                i = fit  # jumps of about max_chars characters, not one piece at a time
+                continue
+            if len(text[a : found[i]].rstrip()) > max_chars:
+                ends.extend(found[done:i])
+                cut(a, found[i], level + 1)
+                done = i + 1
+            i += 1
+        ends.extend(found[done:])
+
     if len(text.rstrip()) <= max_chars:
-        return [text]
-    if level == len(_SPLITTERS):
-        return _hard_split(text, max_chars)
-    cuts = [m.end() for m in _SPLITTERS[level].finditer(text) if 0 < m.end() < len(text)]
-    out: list[str] = []
-    for a, b in pairwise([0, *cuts, len(text)]):
-        out += _pieces(text[a:b], max_chars, level + 1)
-    return out
-
-
-def _pack(pieces: list[str], limit: int) -> list[str]:
-    """Pieces joined greedily into chunks of at most ``limit`` characters (trailing space not counted)."""
-    chunks: list[str] = []
-    current: list[str] = []
-    size = 0  # len("".join(current))
-    for piece in pieces:
-        kept = len(piece.rstrip())
-        if current and kept and size + kept > limit:
-            chunks.append("".join(current))
-            current, size = [], 0
-        current.append(piece)
-        size += len(piece)
-    return [*chunks, "".join(current)] if current else chunks
+        return [len(text)]
+    cut(0, len(text), 0)
+    return ends
 
 
 def _chunk(text: str, max_chars: int) -> list[str]:
-    """Balanced parts of at most ``max_chars`` characters, cut at the coarsest boundaries possible."""
-    pieces = _pieces(text, max_chars)
-    count = len(_pack(pieces, max_chars))
+    """Balanced parts of at most ``max_chars`` characters, cut at the coarsest boundaries possible.
+
+    The pieces are packed greedily into parts of at most ``limit`` characters (trailing space not
+    counted), with the smallest ``limit`` that needs no more parts than ``max_chars`` does."""
+    ends = _piece_ends(text, max_chars)
+
+    def part_starts(limit: int, most: int) -> list[int]:
+        """Where each part after the first starts, packing at ``limit``; no more than ``most``.
+
+        A part starting at ``start`` is cut before the first later piece with text at or past
+        ``start + limit`` (its text would end past the limit): the piece holding the first
+        non-space character from there, found by bisection, so the cost is per part, not per piece."""
+        found: list[int] = []
+        first_end, full = ends[0], limit  # the part's first piece; where the part is full
+        while len(found) < most:
+            m = _TEXT.search(text, max(full, first_end))
+            if m is None:
+                break
+            piece = bisect_right(ends, m.start())
+            found.append(ends[piece - 1])
+            first_end, full = ends[piece], ends[piece - 1] + limit
+        return found
+
+    count = len(part_starts(max_chars, len(text))) + 1
     low, high = 1, max_chars  # the smallest limit that still needs no more than `count` parts
     while low < high:
         mid = (low + high) // 2
-        if len(_pack(pieces, mid)) <= count:
+        if len(part_starts(mid, count)) < count:
             high = mid
         else:
             low = mid + 1
-    parts = [part.strip("\n").rstrip() for part in _pack(pieces, low)]
+    bounds = [0, *part_starts(low, len(text)), len(text)]
+    parts = [text[a:b].strip("\n").rstrip() for a, b in pairwise(bounds)]
     return [part for part in parts if part.strip()]
 
 
@@ -419,13 +495,15 @@ def split_chapters(text: str, *, max_chars: int = 20000, min_chars: int = 0) -> 
     lines = _normalise_lines(text)
     if not any(lines):
         return []
-    marks = _markdown_marks(lines)
+    joined = "\n".join(lines)
+    maybe = _maybe_headings(lines, joined)
+    marks = _markdown_marks(lines, maybe)
     if marks is None:
-        marks = _plain_marks(lines)
+        marks = _plain_marks(lines, maybe)
     marks = _drop_tables_of_contents(lines, marks)
 
     if not marks:
-        parts = _chunk(_body(lines), max_chars)
+        parts = _chunk(_body(lines, joined), max_chars)
         log.info(
             "no chapter headings found; cut the book into %d parts of ≤ %d characters", len(parts), max_chars
         )
@@ -451,7 +529,20 @@ def split_chapters(text: str, *, max_chars: int = 20000, min_chars: int = 0) -> 
 # ---------------------------------------------------------------- ranges
 
 _DASH = "-–—~～－"
-_RANGE_ITEM = re.compile(rf"(?P<a>\d*)(?P<dash>[{_DASH}])?(?P<b>\d*)")
+# (?!\d): a shorter first number is never tried, which would take quadratic time on a long one.
+_RANGE_ITEM = re.compile(rf"(?P<a>\d*)(?!\d)(?P<dash>[{_DASH}])?(?P<b>\d*)")
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, cut short when it is long."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}… ({len(text):,} characters)"
+
+
+def _chapter_number(digits: str, count: int) -> int | None:
+    """The number ``digits`` (decimal digits of any script) stands for, or None when it is more than
+    ``count``: a number of thousands of digits is never converted (Python refuses above 4300)."""
+    ascii_digits = "".join(str(unicodedata.digit(ch)) for ch in digits).lstrip("0") or "0"
+    return int(ascii_digits) if len(ascii_digits) <= len(str(count)) else None
 
 
 def parse_range(spec: str, count: int) -> list[int]:
@@ -465,27 +556,32 @@ def parse_range(spec: str, count: int) -> list[int]:
     valid = (
         f"the book has {count} chapters, so use numbers 1..{count}" if count else "the book has no chapters"
     )
+    shown = _shown(spec)
     if count < 1:
-        raise InputError(f"chapter range {spec!r}: {valid}")
+        raise InputError(f"chapter range {shown}: {valid}")
     chosen: set[int] = set()
-    for item in re.split(r"[,，、;；\s]+", re.sub(rf"\s*([{_DASH}])\s*", r"\1", spec)):
+    pieces = re.split(rf"([{_DASH}])", spec)  # text, dash, text, …: no space around a dash
+    pieces[2::2] = [piece.lstrip() for piece in pieces[2::2]]
+    pieces[:-1:2] = [piece.rstrip() for piece in pieces[:-1:2]]
+    for item in re.split(r"[,，、;；\s]+", "".join(pieces)):
         if not item:
             continue
         m = _RANGE_ITEM.fullmatch(item)
         if not m or not (m.group("a") or m.group("b")) or (m.group("dash") is None and not m.group("a")):
             raise InputError(
-                f"chapter range {spec!r}: {item!r} is not a number or range like 3, 3-7, 4- or -2; {valid}"
+                f"chapter range {shown}: {_shown(item)} is not a number or range like 3, 3-7, 4- or -2; "
+                f"{valid}"
             )
         if m.group("dash") is None:
-            first = last = int(m.group("a"))
+            first = last = _chapter_number(m.group("a"), count)
         else:
-            first = int(m.group("a")) if m.group("a") else 1
-            last = int(m.group("b")) if m.group("b") else count
-        if not (1 <= first <= count and 1 <= last <= count):
-            raise InputError(f"chapter range {spec!r}: {item!r} is out of range; {valid}")
+            first = _chapter_number(m.group("a"), count) if m.group("a") else 1
+            last = _chapter_number(m.group("b"), count) if m.group("b") else count
+        if first is None or last is None or not (1 <= first <= count and 1 <= last <= count):
+            raise InputError(f"chapter range {shown}: {_shown(item)} is out of range; {valid}")
         if first > last:
-            raise InputError(f"chapter range {spec!r}: {item!r} runs backwards; write {last}-{first}")
+            raise InputError(f"chapter range {shown}: {_shown(item)} runs backwards; write {last}-{first}")
         chosen.update(range(first, last + 1))
     if not chosen:
-        raise InputError(f"chapter range {spec!r} names no chapters; {valid}")
+        raise InputError(f"chapter range {shown} names no chapters; {valid}")
     return sorted(chosen)

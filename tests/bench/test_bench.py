@@ -61,6 +61,11 @@ def test_page_figures_and_every_key_is_documented_in_the_readme():
         "page_a4_save_ms_png6",
     ):
         assert figures[key] > 0
+    assert undocumented(figures) == []
+
+
+def undocumented(figures: dict) -> list[str]:
+    """The keys of ``figures`` that the README's benchmark table does not name."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     documented = set()
     for row in readme.split("## Benchmark", 1)[1].split("\n## ", 1)[0].splitlines():
@@ -78,8 +83,23 @@ def test_page_figures_and_every_key_is_documented_in_the_readme():
                 return True
         return False
 
-    keys = list(figures)
-    assert [k for k in keys if not covered(k)] == []
+    return [k for k in figures if not covered(k)]
+
+
+def test_split_figures_time_books_without_headings():
+    """``split_*``: books with no headings and only the finest cuts, split at two sizes in one run;
+    every figure is there, positive and documented (the time ratio is printed, not asserted)."""
+    figures = bench("--only", "split")
+    assert figures["split_big_mb"] == 8
+    for key in (
+        "split_mb_per_s",
+        "split_time_ratio_8x",
+        "split_mb_per_s_one_char",
+        "split_mb_per_s_cjk_sentences",
+    ):
+        assert figures[key] > 0
+    assert figures["split_mb_per_s"] == min(v for k, v in figures.items() if k.startswith("split_mb_per_s_"))
+    assert undocumented(figures) == []
 
 
 def test_remote_concurrency_figures_print():

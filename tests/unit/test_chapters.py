@@ -471,7 +471,7 @@ def test_bad_bom_file_and_missing_file(tmp_path):
         read_book(path)
     with pytest.raises(InputError, match="not found"):
         read_book(tmp_path / "missing.txt")
-    with pytest.raises(InputError, match="cannot be read"):
+    with pytest.raises(InputError, match="is a folder; give the path of a file"):
         read_book(tmp_path)
 
 
@@ -520,6 +520,23 @@ def test_parse_range_errors(spec, why):
         parse_range(spec, 10)
     if why != "backwards":
         assert "1..10" in str(exc.value)
+
+
+@pytest.mark.parametrize("spec", ["9" * 5000, "1-" + "9" * 5000, "9" * 5000 + "-", "2," + "1" * 5000 + "-3"])
+def test_parse_range_with_thousands_of_digits_is_out_of_range(spec):
+    """Python refuses to read an integer of over 4,300 digits (a ValueError); a chapter number that
+    long is out of range, said so naming the range (shortened) and the valid numbers."""
+    with pytest.raises(InputError, match="out of range") as exc:
+        parse_range(spec, 10)
+    message = str(exc.value)
+    assert message.startswith(f"chapter range {spec[:20]!r}… ({len(spec):,} characters)")
+    assert "1..10" in message and len(message) < 300
+
+
+def test_parse_range_reads_leading_zeros_and_other_digits_of_any_length():
+    assert parse_range("0" * 5000 + "3", 10) == [3]
+    assert parse_range("1-" + "0" * 5000 + "10", 10) == list(range(1, 11))
+    assert parse_range("０" * 5000 + "２-３", 10) == [2, 3]
 
 
 def test_parse_range_of_an_empty_book():

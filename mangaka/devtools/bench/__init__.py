@@ -33,6 +33,7 @@ from .manga_page import manga_page_run
 from .memory import lora_memory
 from .page import page_compose
 from .remote import remote_concurrency
+from .split import split_speed
 from .training import lora_train
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ def run(
         "lora_memory": lambda: lora_memory(gemma_path(), threads),
         "lora_train": lambda: lora_train(quick),
         "page": lambda: page_compose(reps),
+        "split": lambda: split_speed(quick),
         "remote": lambda: remote_concurrency(threads),
         "demo": lambda: demo_run(threads),
         "manga_page": lambda: manga_page_run(threads, 1 if quick else 2),

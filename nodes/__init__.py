@@ -14,25 +14,6 @@ from . import _comfy, bible, chapters, compose, llm, memory, page, screenplay
 log = logging.getLogger("mangaka")
 
 
-def _hook_free() -> None:
-    """Free our llama.cpp models whenever ComfyUI unloads all models (``POST /free``, the
-    "Free model and node cache" button). ComfyUI's memory manager only knows torch models."""
-    import comfy.model_management as mm
-
-    original = mm.unload_all_models
-    if getattr(original, "_mangaka_hooked", False):
-        return
-
-    def unload_all_models(*args, **kwargs):
-        freed = release_models()
-        if freed:
-            log.info("Mangaka: released %d LLM(s)", freed)
-        return original(*args, **kwargs)
-
-    unload_all_models._mangaka_hooked = True  # type: ignore[attr-defined]
-    mm.unload_all_models = unload_all_models
-
-
 def _add_routes() -> None:
     """``GET /mangaka/llm`` lists the loaded LLMs; ``POST /mangaka/free`` releases them at once
     (ComfyUI's own ``/free`` is carried out by the queue worker, after a running prompt)."""
@@ -46,7 +27,8 @@ def _add_routes() -> None:
 
     @PromptServer.instance.routes.get("/mangaka/llm")
     async def _loaded(_request):
-        return web.json_response({"loaded": [m.report() for m in cached_models() if m.llama is not None]})
+        loaded = [m.report() for m in cached_models() if m.llama is not None]
+        return web.json_response({"loaded": loaded, "hooks": memory.hooks_in_place()})
 
     @PromptServer.instance.routes.post("/mangaka/free")
     async def _free(_request):
@@ -66,6 +48,5 @@ async def comfy_entrypoint() -> MangakaExtension:
 
 
 _comfy.register_model_folders()
-_hook_free()
 memory.install()
 _add_routes()

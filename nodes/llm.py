@@ -28,6 +28,7 @@ from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
 from ..mangaka.llm.openai import OpenAICompatibleLLM
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING
 from . import _comfy
+from . import memory as comfy_memory
 
 LLM_SOCKET = io.Custom("MANGAKA_LLM")  # carries any backend of the engine's LLM protocol
 
@@ -143,6 +144,7 @@ class LoadLLM(io.ComfyNode):
         lora_strength: float,
         memory: str = KEEP_LOADED,
     ) -> io.NodeOutput:
+        comfy_memory.check_hooks()  # ComfyUI may have put back what the pack wraps, after a prompt
         options = LoadOptions(
             n_ctx=context, n_gpu_layers=gpu_layers, n_threads=threads, flash_attn=flash_attention
         )

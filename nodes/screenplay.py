@@ -15,7 +15,7 @@ from ..mangaka.screenplay import SeriesBible, write_screenplay
 from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING, MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
 from ..mangaka.screenplay.scenes import AUTO, DEFAULT_SCENE_CHARS
-from . import _comfy
+from . import _comfy, memory
 from .bible import bible_inputs, read_series_bible, series_bible_problem
 from .llm import LLM_SOCKET
 
@@ -159,6 +159,7 @@ class Screenwriter(io.ComfyNode):
         chapter_number: int = 1,
         auto_counts: str = AUTO_COUNTS[0],
     ) -> io.NodeOutput:
+        memory.check_hooks()  # the LLM loads here again after a release: its room asked for
         request = _request(
             language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens,
             auto_counts,

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -176,7 +177,7 @@ class LoadedModel:
 
 
 _CACHE: OrderedDict[tuple, LoadedModel] = OrderedDict()  # least recently used first
-_CACHE_LOCK = threading.Lock()
+_CACHE_LOCK = threading.RLock()  # re-entered when a load asks the host for room (on_load)
 
 
 def max_loaded_models() -> int:
@@ -250,6 +251,54 @@ def check_lora_file(lora: str | Path, architecture: str, model_name: str) -> GGU
     return info
 
 
+@dataclass(frozen=True)
+class RoomRequest:
+    """What a model about to load will hold, for the host to make room first (``on_load``): the
+    weights (the file), the KV cache at the context it loads with, and the recurrent state with
+    its rollback snapshots; ``where``: on the GPU or in RAM."""
+
+    model: str
+    where: Placement
+    weights: int
+    kv_cache: int
+    recurrent: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache + self.recurrent
+
+
+# The host's hook (ComfyUI's memory manager, nodes/memory.py), called before every load; an error
+# in it is logged and the load goes on (llama.cpp then reports what does not fit).
+_ON_LOAD: list[Callable[[RoomRequest], None]] = []
+
+
+def on_load(hook: Callable[[RoomRequest], None] | None) -> None:
+    """Call ``hook(request)`` before each model load (None: no hook)."""
+    _ON_LOAD[:] = [] if hook is None else [hook]
+
+
+def room_request(path: Path, info: GGUFInfo, options: LoadOptions) -> RoomRequest:
+    """The memory a load of ``path`` with ``options`` will take (``RoomRequest``)."""
+    n_ctx = effective_n_ctx(info, options.n_ctx)
+    rollback = options.rollback_tokens if info.architecture in ROLLBACK_ARCHITECTURES else 0
+    return RoomRequest(
+        model=path.name,
+        where=placement(options.n_gpu_layers, gpu_offload()),
+        weights=path.stat().st_size,
+        kv_cache=kv_cache_bytes(info, n_ctx),
+        recurrent=recurrent_state_bytes(info) * (1 + rollback),
+    )
+
+
+def _ask_for_room(path: Path, info: GGUFInfo, options: LoadOptions) -> None:
+    for hook in list(_ON_LOAD):
+        try:
+            hook(room_request(path, info, options))
+        except Exception:
+            log.exception("the host could not make room before loading %s; loading anyway", path.name)
+
+
 def load_model(
     path: str | Path,
     options: LoadOptions | None = None,
@@ -277,6 +326,7 @@ def load_model(
                 "freeing %s to make room (MANGAKA_MAX_LOADED_MODELS=%d)", old.path.name, max_loaded_models()
             )
             old.close()
+        _ask_for_room(path, info, options)
         loaded = _load(path, info, options, on_progress, cancel)
         _CACHE[key] = loaded
         return loaded

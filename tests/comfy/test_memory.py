@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 
 import pytest
 
@@ -114,7 +115,7 @@ def test_the_llm_is_released_before_comfyui_loads_its_models_and_reloaded_on_nex
     assert result.status == "success", result.describe()
     log = server.log_text()
     assert log.count(LOADED) == 2 and len(RELEASED.findall(log)) == 2, server.log_tail(80)
-    assert server.get_json("/mangaka/llm") == {"loaded": []}
+    assert server.get_json("/mangaka/llm")["loaded"] == []
 
 
 def test_release_after_each_run_frees_the_llm_when_the_screenwriter_is_done(small_gpu):
@@ -126,7 +127,7 @@ def test_release_after_each_run_frees_the_llm_when_the_screenwriter_is_done(smal
         prompt["2"]["inputs"]["seed"] = seed
         result = server.run_prompt(prompt, timeout=300)
         assert result.status == "success", result.describe()
-        assert server.get_json("/mangaka/llm") == {"loaded": []}
+        assert server.get_json("/mangaka/llm")["loaded"] == []
     log = server.log_text()
     assert log.count(LOADED) == before_loads + 2  # loaded for each run
     assert log.count(after) == before_releases + 2
@@ -144,3 +145,127 @@ def test_the_doctor_node_checks_the_llm_and_a_checkpoint_together(small_gpu):
     assert result.status == "success", result.describe()
     [line] = [x for x in result.outputs["1"]["text"][0].splitlines() if "with checkpoint:" in x]
     assert f"{MODEL} at 4096 tokens" in line and small_gpu.checkpoint in line and "GiB" in line, line
+
+
+def _image_only(server, seed: int) -> dict:
+    """A plain image run (no node of the pack): the tiny checkpoint, two steps, a preview."""
+    return {
+        "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": server.checkpoint}},
+        "2": {"class_type": "CLIPTextEncode", "inputs": {"text": f"a lantern shop {seed}", "clip": ["1", 1]}},
+        "3": {"class_type": "CLIPTextEncode", "inputs": {"text": "blurry", "clip": ["1", 1]}},
+        "4": {"class_type": "EmptyLatentImage", "inputs": {"width": 64, "height": 64, "batch_size": 1}},
+        "5": {
+            "class_type": "KSampler",
+            "inputs": {
+                "model": ["1", 0],
+                "positive": ["2", 0],
+                "negative": ["3", 0],
+                "latent_image": ["4", 0],
+                "seed": seed,
+                "steps": 2,
+                "cfg": 1.0,
+                "sampler_name": "euler",
+                "scheduler": "normal",
+                "denoise": 1.0,
+            },
+        },
+        "6": {"class_type": "VAEDecode", "inputs": {"samples": ["5", 0], "vae": ["1", 2]}},
+        "7": {"class_type": "PreviewImage", "inputs": {"images": ["6", 0]}},
+    }
+
+
+def _screenwriter_only(seed: int) -> dict:
+    prompt = workflow(lora="none")
+    prompt["2"]["inputs"]["seed"] = seed
+    return prompt
+
+
+ASKED = re.compile(rf"mangaka: asking ComfyUI for (\d+) MB on cpu before loading {re.escape(MODEL)}")
+UNLOADED = re.compile(rf"mangaka: ComfyUI unloaded (.+?) \((\d+) MB\) for {re.escape(MODEL)}")
+
+
+def test_image_then_screenwriter_then_image_twice_each_makes_room_for_the_other(small_gpu):
+    """Both ways, twice: the Screenwriter's load asks ComfyUI for the LLM's room and ComfyUI
+    unloads the image models for it (logged); the next image run releases the LLM (logged)."""
+    server = small_gpu
+    server.free()  # nothing loaded from the tests before: the rounds start the same way
+    start = len(server.log_text())
+    for round_ in range(2):
+        for prompt in (
+            _image_only(server, round_),
+            _screenwriter_only(10 + round_),
+            _image_only(server, 5 + round_),
+        ):
+            result = server.run_prompt(prompt, timeout=600)
+            assert result.status == "success", result.describe()
+    log = server.log_text()[start:]
+    assert len(ASKED.findall(log)) == 2, server.log_tail(80)
+    unloaded = UNLOADED.findall(log)
+    assert len(unloaded) == 2 and all(
+        "SD1ClipModel" in names or "BaseModel" in names for names, _ in unloaded
+    ), log
+    assert len(RELEASED.findall(log)) == 2, server.log_tail(80)
+    order = [m.start() for m in (*ASKED.finditer(log), *RELEASED.finditer(log))]
+    asked, released = [m.start() for m in ASKED.finditer(log)], [m.start() for m in RELEASED.finditer(log)]
+    assert asked[0] < released[0] < asked[1] < released[1], order
+    assert "out of memory" not in log.lower() and "Traceback" not in log
+
+
+HOOK_BREAKER = '''"""FAKE of ComfyUI 0.38's hook breaker, for tests/comfy/test_memory.py: 0.3.75 puts back
+only ``cast_to`` after loading custom nodes and after prompts (``hook_breaker_ac10a0``); 0.38 puts back
+the memory functions custom nodes wrap. This pack loads before the others (its folder name sorts
+first) and adds the three functions Mangaka wraps to what is put back, saved before Mangaka wraps
+them; it logs each time they are put back."""
+
+import logging
+
+import comfy.model_management as mm
+import hook_breaker_ac10a0
+
+for name in ("load_models_gpu", "free_memory", "unload_all_models"):
+    hook_breaker_ac10a0.SAVED_FUNCTIONS.append((mm, name, getattr(mm, name)))
+_restore = hook_breaker_ac10a0.restore_functions
+
+
+def restore_functions():
+    _restore()
+    logging.info("fake hook breaker: put back load_models_gpu, free_memory, unload_all_models")
+
+
+hook_breaker_ac10a0.restore_functions = restore_functions
+NODE_CLASS_MAPPINGS = {}
+'''
+PUT_BACK = "fake hook breaker: put back"
+WRAPPED_AGAIN = "mangaka: ComfyUI had put back its own load_models_gpu, free_memory, unload_all_models"
+
+
+def test_hooks_put_back_after_each_prompt_are_wrapped_again_at_the_llm_node(
+    comfy_factory, small_gpu, tmp_path
+):
+    """Two Screenwriter prompts in a row on a server whose (fake, 0.38-shaped) hook breaker puts
+    the memory functions back at start-up and after each prompt: each time, the LLM node wraps them
+    again (logged), and the hooks are verified in place after it ran."""
+    breaker = tmp_path / "aaa_fake_hook_breaker"
+    breaker.mkdir()
+    (breaker / "__init__.py").write_text(HOOK_BREAKER, encoding="utf-8")
+    packs = {"aaa_fake_hook_breaker": breaker, PACK_FOLDER: CHECKOUT}
+    server = comfy_factory(packs=packs)
+    assert server.import_failures() == [], server.log_tail()
+    (server.base_dir / "models" / "LLM").mkdir(parents=True, exist_ok=True)
+    source = small_gpu.base_dir / "models" / "LLM" / MODEL
+    (server.base_dir / "models" / "LLM" / MODEL).symlink_to(source.resolve())
+    assert PUT_BACK in server.log_text()  # at start-up, after the custom nodes loaded
+    assert server.get_json("/mangaka/llm")["hooks"] == dict.fromkeys(HOOKS, False)
+    for seed in (0, 1):
+        put_back = server.log_text().count(PUT_BACK)
+        result = server.run_prompt(_screenwriter_only(seed), timeout=300)
+        assert result.status == "success", result.describe()
+        assert server.log_text().count(WRAPPED_AGAIN) == seed + 1, server.log_tail(60)
+        deadline = time.monotonic() + 60  # the breaker puts them back once the prompt's gc runs
+        while server.log_text().count(PUT_BACK) == put_back and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert server.log_text().count(PUT_BACK) == put_back + 1, server.log_tail(60)
+        assert server.get_json("/mangaka/llm")["hooks"] == dict.fromkeys(HOOKS, False)
+
+
+HOOKS = ("load_models_gpu", "free_memory", "unload_all_models")

@@ -417,6 +417,9 @@ PAGE_NAME = re.compile(r"page_\d{3,}\.(?:png|jpg)")  # the only names `page` wri
 LAYOUT_FILE = "layout.json"
 
 
+MAX_IMAGE_BYTES = 512 * 1024 * 1024  # a 16k × 16k RGBA PNG is far below; Pillow refuses bombs too
+
+
 def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
     """The pictures in ``folder`` in name order (one per panel, in reading order), each decoded
     now: a file Pillow cannot read is refused by name before any page is drawn."""
@@ -425,10 +428,15 @@ def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
     if not folder.is_dir():
         what = "is a file" if folder.exists() else "does not exist"
         raise InputError(f"{flag} {folder} {what}; give the folder that holds the panel images")
+    from .fileio import check_input_file
+
     try:
-        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+        named = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        files = [p for p in named if not p.is_dir()]
     except OSError as exc:
         raise InputError(f"{flag} {folder} cannot be read: {exc.strerror or exc}") from None
+    for path in files:  # a FIFO or a device named like an image would block Pillow or never end
+        check_input_file(path, f"{flag}: panel image", limit=MAX_IMAGE_BYTES)
     if not files:
         kinds = ", ".join(IMAGE_SUFFIXES)
         raise InputError(f"{flag} {folder} holds no images ({kinds}); give the panels' folder")

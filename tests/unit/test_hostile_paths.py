@@ -281,3 +281,18 @@ def test_a_server_address_is_completed_and_kept_as_given():
     assert server_url("127.0.0.1:8188/") == "http://127.0.0.1:8188"
     assert server_url("HTTPS://comfy.example/proxy/") == "HTTPS://comfy.example/proxy"
     assert server_url("http://[::1]:8188") == "http://[::1]:8188"
+
+
+def test_page_names_a_panel_image_that_is_a_fifo_instead_of_waiting_on_it(tmp_path, caplog):
+    panels = tmp_path / "panels"
+    panels.mkdir()
+    from PIL import Image
+
+    Image.new("RGB", (64, 96), "white").save(panels / "panel_01.png")
+    pipe = fifo(panels, "panel_02.png")
+    out = tmp_path / "pages"
+    message = within(
+        30, one_error, ["page", str(SCREENPLAY), "--images", str(panels), "-o", str(out)], caplog
+    )
+    assert f"--images: panel image {pipe} is a FIFO (named pipe), not a regular file" in message, message
+    assert not out.exists()

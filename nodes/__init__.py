@@ -36,6 +36,19 @@ def _add_routes() -> None:
         released = await asyncio.get_running_loop().run_in_executor(None, release_models)
         return web.json_response({"released": released})
 
+    if hasattr(PromptServer.instance, "add_on_prompt_handler"):
+
+        def _on_prompt(json_data):
+            # Each queued prompt, ours or not (an image-only run must still release the LLM):
+            # the memory wrappers put back if ComfyUI undid them after the last prompt.
+            try:
+                memory.check_hooks()
+            except Exception:  # never refuse a prompt over our bookkeeping
+                log.exception("mangaka: could not check the memory hooks; going on")
+            return json_data
+
+        PromptServer.instance.add_on_prompt_handler(_on_prompt)
+
 
 class MangakaExtension(ComfyExtension):
     @override

@@ -243,8 +243,9 @@ def test_hooks_put_back_after_each_prompt_are_wrapped_again_at_the_llm_node(
     comfy_factory, small_gpu, tmp_path
 ):
     """Two Screenwriter prompts in a row on a server whose (fake, 0.38-shaped) hook breaker puts
-    the memory functions back at start-up and after each prompt: each time, the LLM node wraps them
-    again (logged), and the hooks are verified in place after it ran."""
+    the memory functions back at start-up and after each prompt: each time, they are wrapped again
+    before the LLM runs (when the prompt is queued, and checked again at the LLM nodes), logged
+    once; after each prompt the breaker's putting back is seen in /mangaka/llm's ``hooks``."""
     breaker = tmp_path / "aaa_fake_hook_breaker"
     breaker.mkdir()
     (breaker / "__init__.py").write_text(HOOK_BREAKER, encoding="utf-8")

@@ -213,9 +213,9 @@ def test_image_then_screenwriter_then_image_twice_each_makes_room_for_the_other(
 
 HOOK_BREAKER = '''"""FAKE of ComfyUI 0.38's hook breaker, for tests/comfy/test_memory.py: 0.3.75 puts back
 only ``cast_to`` after loading custom nodes and after prompts (``hook_breaker_ac10a0``); 0.38 puts back
-the memory functions custom nodes wrap. This pack loads before the others (its folder name sorts
-first) and adds the three functions Mangaka wraps to what is put back, saved before Mangaka wraps
-them; it logs each time they are put back."""
+the memory functions custom nodes wrap. This pack adds the three functions Mangaka wraps to what
+is put back: ComfyUI's own, unwrapped if Mangaka (loaded before or after it: ComfyUI loads custom
+nodes in directory order) has wrapped them already; it logs each time they are put back."""
 
 import logging
 
@@ -223,7 +223,10 @@ import comfy.model_management as mm
 import hook_breaker_ac10a0
 
 for name in ("load_models_gpu", "free_memory", "unload_all_models"):
-    hook_breaker_ac10a0.SAVED_FUNCTIONS.append((mm, name, getattr(mm, name)))
+    original = getattr(mm, name)
+    while getattr(original, "_mangaka_hooked", False):
+        original = original.__wrapped__
+    hook_breaker_ac10a0.SAVED_FUNCTIONS.append((mm, name, original))
 _restore = hook_breaker_ac10a0.restore_functions
 
 

@@ -73,7 +73,12 @@ def small_gpu(comfy_factory, comfy_install, tmp_path_factory):
     sizes = checkpoint_sizes(comfy_install, checkpoint)
     model = write_model(tmp / "LLM" / MODEL, "qwen35moe", context_length=CONTEXT)
     llm = model.stat().st_size + kv_cache_bytes(read_gguf_info(model), CONTEXT)
-    total = sizes["clip"] + sizes["reserve"] + llm // 2
+    return _pretend_gpu(comfy_factory, double, model, checkpoint, sizes["clip"] + sizes["reserve"] + llm // 2)
+
+
+def _pretend_gpu(comfy_factory, double, model, checkpoint, total: int):
+    """A server with the pack and the small-GPU double over ``total`` bytes, the LLM and the
+    checkpoint in its model folders."""
     packs = {PACK_FOLDER: CHECKOUT, "small_gpu_double": double}
     server = comfy_factory(packs=packs, env={"MANGAKA_TEST_GPU_BYTES": str(int(total))})
     assert server.import_failures() == [], server.log_tail()
@@ -195,14 +200,7 @@ def tight_gpu(small_gpu, comfy_factory, comfy_install):
     sizes = checkpoint_sizes(comfy_install, checkpoint)
     llm = model.stat().st_size + kv_cache_bytes(read_gguf_info(model), CONTEXT)
     total = sizes["clip"] + sizes["unet"] + sizes["vae"] + llm // 2
-    packs = {PACK_FOLDER: CHECKOUT, "small_gpu_double": small_gpu.double}
-    server = comfy_factory(packs=packs, env={"MANGAKA_TEST_GPU_BYTES": str(int(total))})
-    assert server.import_failures() == [], server.log_tail()
-    for folder, path in (("LLM", model), ("checkpoints", checkpoint)):
-        (server.base_dir / "models" / folder).mkdir(parents=True, exist_ok=True)
-        (server.base_dir / "models" / folder / path.name).symlink_to(path)
-    server.checkpoint = checkpoint.name
-    return server
+    return _pretend_gpu(comfy_factory, small_gpu.double, model, checkpoint, total)
 
 
 def test_image_then_screenwriter_then_image_twice_each_makes_room_for_the_other(tight_gpu):

@@ -36,6 +36,7 @@ from mangaka.evaluate.goldset import BUILTIN_SET, GoldCase, load_gold_case, load
 from mangaka.llm.lora import check_manifest, manifest_path, read_manifest, record_eval
 from mangaka.screenplay import Screenplay
 from mangaka.screenplay.bible import SeriesBible, load_series_bible, parse_series_bible
+from tests.unit.test_properties_parse import _paths
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUNDED = settings(
@@ -110,17 +111,6 @@ ANY_JSON = st.recursive(
 )
 
 _REPLACEMENT = st.one_of(_BREAKING, _BREAKING, _ODD, ANY_JSON)  # half of them break readers
-
-
-def _paths(value: Any, path: tuple = ()) -> list[tuple]:
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*path, i))
-    return out
 
 
 @st.composite

@@ -296,3 +296,35 @@ def test_page_names_a_panel_image_that_is_a_fifo_instead_of_waiting_on_it(tmp_pa
     )
     assert f"--images: panel image {pipe} is a FIFO (named pipe), not a regular file" in message, message
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "what"),
+    [
+        (["write", "{path}", "--model", "{missing}", "-o", "{out}"], "chapter file"),
+        (["book", "{path}", "--model", "{missing}", "--out", "{outdir}"], "book file"),
+        (
+            ["queue", "{path}", "--workflow", "{workflow}", "--server", "127.0.0.1:1", "--out", "{outdir}"],
+            "book file",
+        ),
+        (
+            ["queue", "{chapter}", "--workflow", "{path}", "--server", "127.0.0.1:1", "--out", "{outdir}"],
+            "workflow file",
+        ),
+        (["page", "{path}", "--images", "{outdir}", "-o", "{pages}"], "screenplay file"),
+    ],
+    ids=["write", "book", "queue book", "queue workflow", "page"],
+)
+def test_a_huge_input_is_refused_by_its_size_before_it_is_read(tmp_path, caplog, command, what):
+    """A 300 MiB file (sparse: nothing is written) is over the 256 MiB any input may be."""
+    path = tmp_path / "huge.txt"
+    with open(path, "wb") as f:
+        f.truncate(300 * 1024 * 1024)
+    (tmp_path / "panels").mkdir()
+    values = {
+        "path": str(path), "missing": str(tmp_path / "missing.gguf"), "out": str(tmp_path / "out.json"),
+        "outdir": str(tmp_path / "panels"), "chapter": str(CHAPTER), "pages": str(tmp_path / "pages"),
+        "workflow": str(ROOT / "example_workflows" / "api" / "manga_page.json"),
+    }  # fmt: skip
+    message = within(30, one_error, [part.format(**values) for part in command], caplog)
+    assert f"{what} {path} is 300 MiB, more than the 256 MiB Mangaka reads; split it" in message, message

@@ -187,7 +187,7 @@ def check_output_file(
 
     ``derived``: the files written beside it (the plan, the storyboard), checked against the
     inputs too. Returns ``output``."""
-    from .fileio import NAME_MAX, file_kind, name_too_long
+    from .fileio import NAME_MAX, file_kind, name_too_long, written_through
 
     for path in (output, *(derived or {}).values()):
         if name_too_long(path):
@@ -204,7 +204,7 @@ def check_output_file(
     except OSError:
         kind = None  # absent (or unreachable: the folder checks below say why)
     if kind is not None and kind != "file":
-        if kind != "character device" and not kind.startswith("FIFO"):
+        if not written_through(kind):
             raise InputError(f"{flag} {output} is a {kind}, which Mangaka never replaces; give a file path")
         if derived:
             beside = ", ".join(str(p) for p in derived.values())

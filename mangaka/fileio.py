@@ -139,6 +139,12 @@ def name_too_long(path: str | Path) -> bool:
     return len(os.fsencode(Path(path).name)) > NAME_MAX
 
 
+def written_through(kind: str) -> bool:
+    """Whether an output of this ``file_kind`` is written through (a character device, a FIFO)
+    rather than replaced by a new file: anything else that is not a file is refused."""
+    return kind == "character device" or kind.startswith("FIFO")
+
+
 def _existing_kind(path: Path) -> str | None:
     try:
         return file_kind(os.stat(path).st_mode)
@@ -189,7 +195,7 @@ def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True)
         if kind is not None and kind != "file":
             if not overwrite:
                 raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
-            if kind == "character device" or kind.startswith("FIFO"):
+            if written_through(kind):
                 _write_through(path, raw, kind)
                 return path
             code = errno.EISDIR if kind == "folder" else errno.EINVAL

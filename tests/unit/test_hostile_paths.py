@@ -64,6 +64,17 @@ def one_error(argv: list[str], caplog: pytest.LogCaptureFixture) -> str:
     return errors[0]
 
 
+def command_line(command: list[str], path: Path, tmp_path: Path) -> list[str]:
+    """``command`` with its placeholders filled: ``{path}`` the input under test, the others
+    files and folders in ``tmp_path`` (the model path does not exist: nothing may load it)."""
+    values = {
+        "path": str(path), "missing": str(tmp_path / "missing.gguf"), "out": str(tmp_path / "out.json"),
+        "outdir": str(tmp_path / "panels"), "chapter": str(CHAPTER), "pages": str(tmp_path / "pages"),
+        "workflow": str(ROOT / "example_workflows" / "api" / "manga_page.json"),
+    }  # fmt: skip
+    return [part.format(**values) for part in command]
+
+
 def within(seconds: float, func, *args, **kwargs):
     """``func(*args)`` run in a thread: it must return (or raise) within ``seconds`` — a read of a
     FIFO or of /dev/zero would otherwise hang the test run, so a hang fails instead."""
@@ -138,12 +149,7 @@ def test_the_commands_refuse_a_fifo_or_device_input_by_name_before_any_work(
 ):
     path = fifo(tmp_path, "input") if kind == "fifo" else device(tmp_path, "input", minor=5)
     (tmp_path / "panels").mkdir()
-    values = {
-        "path": str(path), "missing": str(tmp_path / "missing.gguf"), "out": str(tmp_path / "out.json"),
-        "outdir": str(tmp_path / "panels"), "chapter": str(CHAPTER), "pages": str(tmp_path / "pages"),
-    }  # fmt: skip
-    argv = [part.format(**values) for part in command]
-    message = within(30, one_error, argv, caplog)
+    message = within(30, one_error, command_line(command, path, tmp_path), caplog)
     assert f"{what} {path}" in message and "not a regular file" in message, message
     assert not (tmp_path / "out.json").exists()
 
@@ -321,10 +327,5 @@ def test_a_huge_input_is_refused_by_its_size_before_it_is_read(tmp_path, caplog,
     with open(path, "wb") as f:
         f.truncate(300 * 1024 * 1024)
     (tmp_path / "panels").mkdir()
-    values = {
-        "path": str(path), "missing": str(tmp_path / "missing.gguf"), "out": str(tmp_path / "out.json"),
-        "outdir": str(tmp_path / "panels"), "chapter": str(CHAPTER), "pages": str(tmp_path / "pages"),
-        "workflow": str(ROOT / "example_workflows" / "api" / "manga_page.json"),
-    }  # fmt: skip
-    message = within(30, one_error, [part.format(**values) for part in command], caplog)
+    message = within(30, one_error, command_line(command, path, tmp_path), caplog)
     assert f"{what} {path} is 300 MiB, more than the 256 MiB Mangaka reads; split it" in message, message

@@ -206,6 +206,17 @@ def fifo(path: Path) -> Iterator[Path]:
         writer.join()
 
 
+@contextlib.contextmanager
+def not_a_file(path: Path, kind: str) -> Iterator[Path]:
+    """``path`` made a folder, or a FIFO (``fifo``) while the block runs."""
+    if kind == "folder":
+        path.mkdir()
+        yield path
+    else:
+        with fifo(path):
+            yield path
+
+
 # ------------------------------------------------------------------ the series bible
 
 BIBLE = {
@@ -354,11 +365,7 @@ def test_a_gold_chapter_file_that_is_a_folder_or_a_fifo_is_refused(tmp_path, suf
     shutil.copytree(BUILTIN_SET, folder, ignore=lambda _, names: [n for n in names if GOLD_ID not in n])
     path = folder / f"{GOLD_ID}.{suffix}"
     path.unlink()
-    with contextlib.ExitStack() as stack:
-        if kind == "folder":
-            path.mkdir()
-        else:
-            stack.enter_context(fifo(path))
+    with not_a_file(path, kind):
         with pytest.raises(InputError, match=rf"{GOLD_ID}\.{suffix} is not a file"):
             load_gold_set(folder)
 
@@ -453,11 +460,7 @@ def test_a_manifest_of_another_base_is_refused_and_of_this_one_attached(tmp_path
 @pytest.mark.parametrize("kind", ["folder", "fifo"])
 def test_a_manifest_that_is_a_folder_or_a_fifo_is_refused(tmp_path, kind):
     lora = a_lora(str(tmp_path), None)
-    with contextlib.ExitStack() as stack:
-        if kind == "folder":
-            manifest_path(lora).mkdir()
-        else:
-            stack.enter_context(fifo(manifest_path(lora)))
+    with not_a_file(manifest_path(lora), kind):
         for call in (read_manifest, lambda lo: record_eval(lo, RECORD), lambda lo: check_manifest(MODEL, lo)):
             with pytest.raises(LoraError, match=r"manga\.gguf\.manifest\.json .* is not a file"):
                 call(lora)
@@ -587,10 +590,6 @@ def test_a_training_input_that_is_a_folder_or_a_fifo_is_refused(tmp_path, name, 
     args = training_inputs(str(tmp_path))
     path = (args.base if name == "config.json" else args.data) / name
     path.unlink()
-    with contextlib.ExitStack() as stack:
-        if kind == "folder":
-            path.mkdir()
-        else:
-            stack.enter_context(fifo(path))
+    with not_a_file(path, kind):
         with pytest.raises((TRAIN.TrainError, CONVERT.ConvertError), match="is not a"):
             TRAIN.check_inputs(args)

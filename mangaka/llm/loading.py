@@ -278,10 +278,16 @@ def on_load(hook: Callable[[RoomRequest], None] | None) -> None:
     _ON_LOAD[:] = [] if hook is None else [hook]
 
 
-def room_request(path: Path, info: GGUFInfo, options: LoadOptions) -> RoomRequest:
-    """The memory a load of ``path`` with ``options`` will take (``RoomRequest``)."""
-    n_ctx = effective_n_ctx(info, options.n_ctx)
-    rollback = options.rollback_tokens if info.architecture in ROLLBACK_ARCHITECTURES else 0
+def _rollback(info: GGUFInfo, options: LoadOptions) -> int:
+    """The recurrent-state snapshots kept for rolling back (hybrid architectures only)."""
+    return options.rollback_tokens if info.architecture in ROLLBACK_ARCHITECTURES else 0
+
+
+def room_request(path: Path, info: GGUFInfo, options: LoadOptions, n_ctx: int | None = None) -> RoomRequest:
+    """The memory a load of ``path`` with ``options`` will take (``RoomRequest``); ``n_ctx``: the
+    context llama.cpp made, once loaded (before: the one it will make)."""
+    n_ctx = effective_n_ctx(info, options.n_ctx) if n_ctx is None else n_ctx
+    rollback = _rollback(info, options)
     return RoomRequest(
         model=path.name,
         where=placement(options.n_gpu_layers, gpu_offload()),
@@ -346,7 +352,7 @@ def _load(
         log.info("context %d is above %s's trained length %d; using it", options.n_ctx, path.name, n_ctx)
     started = time.monotonic()
     try:
-        rollback = options.rollback_tokens if info.architecture in ROLLBACK_ARCHITECTURES else 0
+        rollback = _rollback(info, options)
         with (
             flash_attn_type(llama_cpp, options.flash_attn),
             progress.installed(),
@@ -372,6 +378,7 @@ def _load(
             "or GPU layers, or check the download."
         ) from None
     check_flash_attn(llama_cpp, llama, options.flash_attn)
+    held = room_request(path, info, options, llama.n_ctx())  # at the context llama.cpp made
     loaded = LoadedModel(
         path=path,
         info=info,
@@ -379,11 +386,9 @@ def _load(
         llama=llama,
         n_ctx=llama.n_ctx(),
         load_seconds=time.monotonic() - started,
-        placement=placement(options.n_gpu_layers, gpu_offload()),
+        placement=held.where,
         # the weights, the KV cache, and the recurrent state with its rollback snapshots
-        size_bytes=path.stat().st_size
-        + kv_cache_bytes(info, llama.n_ctx())
-        + recurrent_state_bytes(info) * (1 + rollback),
+        size_bytes=held.total,
     )
     loaded.install_abort_callback(llama_cpp)
     log.info("loaded %s", loaded.report())

@@ -92,7 +92,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
     p.add_argument(
         "--prompt-language",
         choices=PROMPT_LANGUAGES,
-        help="the language of the Screenwriter's prompts (default: Chinese for zh, else English)",
+        help="the language of the Screenwriter's prompts (default: the screenplay's own language)",
     )
     p.add_argument("--sampling", default=DEFAULT_SAMPLING, help=f"sampling preset: {', '.join(PRESETS)}")
     p.add_argument("--seed", type=int, default=0, help="sampling seed, 0 or more")

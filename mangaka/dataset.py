@@ -356,7 +356,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prompt-language",
         choices=PROMPT_LANGUAGES,
-        help="the prompts' language, as at inference (default: Chinese for zh, else English)",
+        help="the prompts' language, as at inference (default: the chapter's own language)",
     )
     p.add_argument(
         "--model", type=Path, help="a GGUF whose tokenizer counts each example's tokens (optional)"

@@ -3,9 +3,10 @@
 ``python -m mangaka eval SET (--model FILE | --remote URL) [--lora FILE] [options of write]
 [--chapters en1,zh2] [--seeds 3] [--out DIR] [--compare KEY=VALUE …] [--json]``
 
-Every input is checked before a model loads: the set (each chapter, gold file and reference),
-the chapter selection, the output folder, every option of write, and each ``--compare`` setting
-(a known key, a value of the right kind, a model file whose header loads).
+Every input is checked before a model loads: the set (each chapter and gold file, and each
+reference screenplay a chapter has and a request reads its counts from), the chapter selection,
+the output folder, every option of write, and each ``--compare`` setting (a known key, a value of
+the right kind, a model file whose header loads).
 """
 
 from __future__ import annotations
@@ -20,14 +21,31 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..screenplay.scenes import AUTO
 from .goldset import BUILTIN_SET, GoldCase, load_gold_set
-from .runner import FIGURES, ConfigSummary, EvalConfig, Progress, compare, run_config, summarise
+from .runner import (
+    FIGURES,
+    ConfigSummary,
+    EvalConfig,
+    Progress,
+    case_request,
+    compare,
+    run_config,
+    summarise,
+)
 
 log = logging.getLogger(__name__)
 
 MAX_SEEDS = 100
 BUILTIN_NAME = "gold"
 DEFAULT_OUT = "mangaka-eval"
+
+
+def _count(text: str) -> int | str:
+    """A ``--compare`` count: a whole number or ``auto``; ``ValueError`` otherwise."""
+    return AUTO if text.strip().casefold() == AUTO else int(text)
+
+
 # --compare KEY → (the argument it sets, how its value is read). "none" clears a path.
 COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "model": ("model", Path),
@@ -38,8 +56,8 @@ COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "sampling": ("sampling", str),
     "remote": ("remote", str),
     "remote_model": ("remote_model", str),
-    "panels": ("panels", int),
-    "dialogue": ("dialogue", int),
+    "panels": ("panels", _count),
+    "dialogue": ("dialogue", _count),
     "ctx": ("ctx", int),
     "jump_forward": ("jump_forward", str),
 }
@@ -98,7 +116,9 @@ def _override(args: argparse.Namespace, spec: str) -> argparse.Namespace:
     try:
         setattr(changed, name, kind(value))
     except ValueError:
-        what = {int: "a whole number", float: "a number"}.get(kind, "a value")
+        what = {int: "a whole number", float: "a number", _count: "a whole number or auto"}.get(
+            kind, "a value"
+        )
         raise InputError(f"--compare {spec}: {value!r} is not {what}, which {key} takes") from None
     if name == "remote":
         changed.model = None
@@ -112,14 +132,14 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     from ..cli_run import check_model_args, load_options_from_args, request_from_args
     from ..llm.decode import JUMP_FORWARD
     from ..screenplay.models import MAX_DIALOGUE, MAX_PANELS
-    from ..screenplay.request import check_count
+    from ..screenplay.request import check_count_or_auto
 
     if bool(args.model) == bool(args.remote):
         raise InputError(f"configuration {name}: give either --model FILE.gguf or --remote URL (one of them)")
-    if args.panels is not None:
-        check_count("--panels", args.panels, 1, MAX_PANELS)
-    if args.dialogue is not None:
-        check_count("--dialogue", args.dialogue, 0, MAX_DIALOGUE)
+    panels = None if args.panels is None else check_count_or_auto("--panels", args.panels, 1, MAX_PANELS)
+    dialogue = (
+        None if args.dialogue is None else check_count_or_auto("--dialogue", args.dialogue, 0, MAX_DIALOGUE)
+    )
     request = request_from_args(argparse.Namespace(**{**vars(args), "panels": 6, "dialogue": 8}))
     if args.model:
         load_options_from_args(args)
@@ -139,11 +159,11 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
         "think": args.think,
         "prompt_language": args.prompt_language,
         "sampling": args.sampling,
-        "panels": args.panels,
-        "dialogue": args.dialogue,
+        "panels": panels,
+        "dialogue": dialogue,
         "jump_forward": args.jump_forward,
     }
-    return EvalConfig(name, settings, request, args.panels, args.dialogue)
+    return EvalConfig(name, settings, request, panels, dialogue)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -154,6 +174,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     set_name, cases = select_cases(args)
     variants = [("a", args)] + ([("b", _apply(args, args.compare))] if args.compare else [])
     configs = [(_config(name, a), a) for name, a in variants]
+    for config, _ in configs:  # every reference a request counts from is read now, not after a load
+        for case in cases:
+            case_request(config, case, seeds[0])
     out = args.out or Path.cwd() / DEFAULT_OUT / Path(set_name).name
     check_output_folder(out, {"the model": args.model, "the LoRA": args.lora}, flag="--out")
     progress = Progress(total=len(configs) * len(cases) * len(seeds))

@@ -7,8 +7,9 @@ request, the chapter, its gold file). Running the same command again reuses ever
 fingerprint still matches, so a long evaluation that stops (Ctrl-C, a crash, a reboot) resumes
 where it was; a changed chapter, gold file or option runs again.
 
-Each chapter is asked for as many panels and dialogue lines as its reference screenplay has
-(``--panels``/``--dialogue`` override), in the chapter's language. A run that fails after every
+Each chapter is asked, in its own language, for ``--panels`` panels and ``--dialogue`` lines; a
+count not given is the reference screenplay's (as many as it has), or ``auto`` (from the chapter,
+as ``write --panels auto`` does) for a chapter without one. A run that fails after every
 try (``InvalidOutputError``, ``GenerationError``, ``ContextOverflowError``) is kept as a failure:
 it scores 0 on cast recall, quote recall and beat coverage, and counts against ``valid``.
 
@@ -35,6 +36,7 @@ from ..fileio import write_atomic
 from ..llm.base import LLM
 from ..screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
 from ..screenplay.request import ScreenplayRequest
+from ..screenplay.scenes import AUTO
 from .goldset import GoldCase
 from .metrics import METRICS, RunCost, Scores, score
 
@@ -50,13 +52,13 @@ RESULT_VERSION = 1
 class EvalConfig:
     """One configuration: its name in tables and folders, the settings that describe it (model,
     LoRA, server, overrides: JSON-ready), the request every chapter starts from, and panel and
-    dialogue counts (None: the reference screenplay's)."""
+    dialogue counts (a number or ``auto``; None: the reference screenplay's, else ``auto``)."""
 
     name: str
     settings: dict[str, Any]
     request: ScreenplayRequest
-    panels: int | None = None
-    dialogue: int | None = None
+    panels: int | str | None = None
+    dialogue: int | str | None = None
 
 
 @dataclass
@@ -75,17 +77,20 @@ class RunRecord:
 
 
 def case_request(config: EvalConfig, case: GoldCase, seed: int) -> ScreenplayRequest:
-    """What ``config`` asks for ``case`` at ``seed``: the chapter's language, and the reference's
-    panel and dialogue counts unless the configuration sets them."""
-    reference = case.reference()
-    panels = config.panels or min(len(reference.panels), MAX_PANELS)
-    dialogue = config.dialogue if config.dialogue is not None else min(len(reference.dialogue), MAX_DIALOGUE)
+    """What ``config`` asks for ``case`` at ``seed``: the chapter's language, and the panel and
+    dialogue counts the configuration sets; a count it leaves unset is the reference screenplay's
+    when the chapter has one (read and checked here: ``InputError`` names it), else ``auto``."""
+    panels, dialogue = config.panels, config.dialogue
+    if (panels is None or dialogue is None) and case.reference_path is not None:
+        reference = case.reference()
+        panels = min(len(reference.panels), MAX_PANELS) if panels is None else panels
+        dialogue = min(len(reference.dialogue), MAX_DIALOGUE) if dialogue is None else dialogue
     characters = max(config.request.max_characters, min(len(case.gold.characters), MAX_CHARACTERS))
     return replace(
         config.request,
         language=case.gold.language,
-        panels=panels,
-        dialogue=dialogue,
+        panels=AUTO if panels is None else panels,
+        dialogue=AUTO if dialogue is None else dialogue,
         max_characters=characters,
         seed=seed,
     )

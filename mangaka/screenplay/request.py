@@ -24,7 +24,7 @@ MAX_SEED = 2**31 - 1
 MAX_SCENE_CHARS = 1_000_000
 DEFAULT_SAMPLING = "qwen3.5-instruct"
 # The languages the Screenwriter's prompt files are written in (prompts/screenwriter/*.<lang>.md).
-PROMPT_LANGUAGES = ("en", "zh")
+PROMPT_LANGUAGES = ("en", "zh", "ja")
 
 
 def check_count(name: str, value: Any, low: int, high: int) -> int:
@@ -104,7 +104,7 @@ class ScreenplayRequest:
         if self.prompt_language is not None and self.prompt_language not in PROMPT_LANGUAGES:
             raise InputError(
                 f"prompt_language {self.prompt_language!r} has no prompts; choose one of: "
-                f"{', '.join(PROMPT_LANGUAGES)} (or leave it unset: Chinese prompts for zh, else English)"
+                f"{', '.join(PROMPT_LANGUAGES)} (or leave it unset: the screenplay's own language)"
             )
         if not isinstance(self.style, str) or not self.style.strip():
             raise InputError("style is empty: name a style, e.g. 'manga' or 'shoujo manga, soft screentones'")

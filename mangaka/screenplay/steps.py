@@ -40,11 +40,12 @@ from .validate import cast_problems, validate_screenplay
 
 logger = logging.getLogger(__name__)
 
-# Prompt files exist in these languages; a Japanese screenplay uses the English prompts.
-PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "en"}
+# Each screenplay language has prompt files of its own: a screenplay is prompted in its language.
+PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "ja"}
 LANGUAGE_NAMES = {
     "en": {"en": "English", "zh": "Simplified Chinese", "ja": "Japanese"},
     "zh": {"en": "英文", "zh": "简体中文", "ja": "日文"},
+    "ja": {"en": "英語", "zh": "簡体字中国語", "ja": "日本語"},
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from mangaka.__main__ import build_parser
 from mangaka.errors import InputError
 from mangaka.evaluate import BUILTIN_SET, load_gold_set
-from mangaka.evaluate.cli import _apply, _config, eval_report, format_report, select_cases
+from mangaka.evaluate.cli import _apply, _config, cmd_eval, eval_report, format_report, select_cases
 from mangaka.evaluate.runner import (
     FIGURES,
     EvalConfig,
@@ -23,6 +23,7 @@ from mangaka.evaluate.runner import (
     summarise,
 )
 from mangaka.screenplay.request import ScreenplayRequest
+from tests.unit.test_evaluate import write_two_character_scene
 
 
 def args_of(*argv: str) -> argparse.Namespace:
@@ -110,6 +111,68 @@ def test_each_chapter_is_asked_for_its_references_counts_in_its_language():
     fixed = case_request(EvalConfig("a", {}, ScreenplayRequest(), panels=3, dialogue=0), case, 7)
     assert (fixed.panels, fixed.dialogue) == (3, 0)
     assert fingerprint(config, case, request) != fingerprint(config, case, fixed)
+
+
+def test_a_chapter_without_a_reference_is_asked_for_the_given_counts_or_auto(tmp_path):
+    write_two_character_scene(tmp_path, "scene")
+    for suffix in (".txt", ".gold.json", ".reference.json"):
+        shutil.copy(BUILTIN_SET / f"en1{suffix}", tmp_path / f"en1{suffix}")
+    name, cases = select_cases(args_of(str(tmp_path)))
+    assert name == str(tmp_path) and [c.id for c in cases] == ["en1", "scene"]
+    en1, scene = cases
+    assert scene.reference_path is None and en1.reference_path == tmp_path / "en1.reference.json"
+
+    def counts(*argv: str) -> dict[str, tuple[int | str, int | str]]:
+        config = _config("a", args_of(str(tmp_path), "--remote", "http://127.0.0.1:9", *argv))
+        requests = {c.id: case_request(config, c, seed=3) for c in cases}
+        assert {(r.language, r.seed) for r in requests.values()} == {("en", 3)}
+        return {cid: (r.panels, r.dialogue) for cid, r in requests.items()}
+
+    reference = en1.reference()
+    en1_counts = (len(reference.panels), len(reference.dialogue))
+    # No count given: the reference's where there is one, else auto (from the chapter).
+    assert counts() == {"en1": en1_counts, "scene": ("auto", "auto")}
+    assert counts("--panels", "4") == {"en1": (4, en1_counts[1]), "scene": (4, "auto")}
+    assert counts("--dialogue", "0") == {"en1": (en1_counts[0], 0), "scene": ("auto", 0)}
+    assert counts("--panels", "AUTO", "--dialogue", "2") == {"en1": ("auto", 2), "scene": ("auto", 2)}
+    # A two-character cast is asked for at least as many characters as the configuration allows.
+    config = EvalConfig("a", {}, ScreenplayRequest())
+    assert case_request(config, scene, 0).max_characters == ScreenplayRequest().max_characters
+
+
+def test_compare_takes_auto_counts_and_names_a_bad_one():
+    base = args_of("gold", "--remote", "http://127.0.0.1:9", "--panels", "3")
+    b = _config("b", _apply(base, ["panels=auto", "dialogue=5"]))
+    assert (b.panels, b.dialogue) == ("auto", 5) and b.settings["panels"] == "auto"
+    with pytest.raises(InputError, match=r"--compare panels=many: 'many' is not a whole number or auto"):
+        _apply(base, ["panels=many"])
+    with pytest.raises(InputError, match=r"--panels must be from 1 to 240, got 0"):
+        _config("b", _apply(base, ["panels=0"]))
+
+
+def test_a_chapter_missing_its_gold_file_is_named_before_any_model(tmp_path):
+    write_two_character_scene(tmp_path, "scene")
+    (tmp_path / "scene.gold.json").unlink()
+    with pytest.raises(InputError) as info:
+        cmd_eval(args_of(str(tmp_path), "--remote", "http://127.0.0.1:9", "--out", str(tmp_path / "out")))
+    message = str(info.value)
+    assert f"{tmp_path / 'scene.gold.json'} is missing" in message
+    assert "each chapter needs scene.txt (the chapter) and scene.gold.json (its gold file" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_broken_reference_is_named_before_any_model(tmp_path):
+    for suffix in (".txt", ".gold.json"):
+        shutil.copy(BUILTIN_SET / f"en1{suffix}", tmp_path / f"en1{suffix}")
+    (tmp_path / "en1.reference.json").write_text("{}", encoding="utf-8")
+    args = args_of(str(tmp_path), "--remote", "http://127.0.0.1:9", "--out", str(tmp_path / "out"))
+    with pytest.raises(InputError, match=r"en1\.reference\.json"):
+        cmd_eval(args)
+    assert not (tmp_path / "out").exists()
+    # Both counts given: the reference is not read, so it does not stop the run's checks.
+    both = _config("a", args_of(str(tmp_path), "--remote", "http://x", "--panels", "2", "--dialogue", "1"))
+    request = case_request(both, load_gold_set(tmp_path)[0], 0)
+    assert (request.panels, request.dialogue) == (2, 1)
 
 
 def test_means_and_the_seed_to_seed_spread():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -447,11 +448,75 @@ def test_a_copied_set_loads(gold_copy: tuple[Path, str]):
     assert case.id == cid and case.reference_path == folder / f"{cid}.reference.json"
 
 
-def test_a_missing_file_is_named(gold_copy: tuple[Path, str]):
+@pytest.mark.parametrize("suffix", [".gold.json", ".txt"])
+def test_a_missing_chapter_or_gold_file_is_named_with_the_fix(gold_copy: tuple[Path, str], suffix: str):
+    folder, cid = gold_copy
+    (folder / f"{cid}{suffix}").unlink()
+    with pytest.raises(InputError) as info:
+        load_gold_set(folder)
+    message = str(info.value)
+    assert f"{folder / cid}{suffix} is missing" in message
+    assert f"each chapter needs {cid}.txt (the chapter) and {cid}.gold.json (its gold file" in message
+    assert "schemas/gold.schema.json" in message and f"{cid}.reference.json is optional" in message
+
+
+def test_a_chapter_without_a_reference_loads_and_says_it_has_none(gold_copy: tuple[Path, str]):
     folder, cid = gold_copy
     (folder / f"{cid}.reference.json").unlink()
-    with pytest.raises(InputError, match=rf"{cid}\.reference\.json is missing"):
-        load_gold_set(folder)
+    (case,) = load_gold_set(folder)
+    assert case.id == cid and case.reference_path is None
+    with pytest.raises(InputError, match=rf"gold chapter '{cid}' has no reference screenplay; write .*"):
+        case.reference()
+
+
+def test_every_builtin_chapter_has_a_reference():
+    """So ``test_the_reference_scores_full_marks`` checks every built-in chapter."""
+    assert all(load_gold_case(BUILTIN_SET, cid).reference_path is not None for cid in IDS)
+
+
+def write_two_character_scene(folder: Path, cid: str = "scene") -> None:
+    """A chapter of two characters and two quotes, the smallest kind of gold chapter, with no
+    reference screenplay."""
+    text = '"Is the ferry late?" Mara asked.\n\nTomas checked the harbour clock. "Never."\n'
+    gold = {
+        "version": 1, "id": cid, "language": "en", "title": "The Ferry",
+        "characters": [
+            {"id": "mara", "name": "Mara", "aliases": []},
+            {"id": "tomas", "name": "Tomas", "aliases": []},
+        ],
+        "quotes": [{"text": "Is the ferry late?", "speaker": "mara"}, {"text": "Never.", "speaker": "tomas"}],
+        "beats": [{"text": "Tomas says the ferry is never late.", "keywords": ["ferry", "clock"]}],
+    }  # fmt: skip
+    (folder / f"{cid}.txt").write_text(text, encoding="utf-8")
+    (folder / f"{cid}.gold.json").write_text(json.dumps(gold), encoding="utf-8")
+
+
+def test_awrite_two_character_scene_without_a_reference_is_a_gold_chapter(tmp_path: Path):
+    write_two_character_scene(tmp_path)
+    (case,) = load_gold_set(tmp_path)
+    assert case.reference_path is None
+    assert [c.id for c in case.gold.characters] == ["mara", "tomas"] and len(case.gold.quotes) == 2
+    scores = score(case.text, case.gold, None)
+    assert (scores.quote_recall, scores.cast_recall, scores.beat_coverage) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("characters", [], "characters: List should have at least 1 item"),
+        ("beats", [], "beats: List should have at least 1 item"),
+        ("quotes", [], None),  # a chapter with no quoted line is a gold chapter
+    ],
+)
+def test_the_gold_format_s_lower_bounds(tmp_path: Path, field: str, value: Any, message: str | None):
+    write_two_character_scene(tmp_path)
+    path = _edit_gold(tmp_path, "scene", lambda d: d.update({field: value}))
+    if message is None:
+        (case,) = load_gold_set(tmp_path)
+        assert getattr(case.gold, field) == []
+    else:
+        with pytest.raises(InputError, match=rf"(?s){re.escape(str(path))}.*{message}"):
+            load_gold_set(tmp_path)
 
 
 def test_invalid_json_names_the_file_and_line(gold_copy: tuple[Path, str]):

@@ -355,7 +355,8 @@ def test_chinese_and_japanese_prompts():
     assert "第 1 步" in llm.calls[0]["messages"][2]["content"]
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
     sp = write_screenplay(llm, "雨の駅。", language="ja", panels=3, dialogue=4).screenplay
-    assert "Japanese" in llm.calls[0]["messages"][0]["content"] and sp.language == "ja"
+    assert "日本語" in llm.calls[0]["messages"][0]["content"] and sp.language == "ja"
+    assert "ステップ 1/2" in llm.calls[0]["messages"][2]["content"]
 
 
 def test_duplicate_cast_ids_get_a_suffix_and_the_narrator_is_left_out():

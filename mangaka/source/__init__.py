@@ -1,0 +1,244 @@
+"""The source map of a chapter: the one value that scenes, prompts, repairs, reports and ``eval``
+read about the chapter's own text.
+
+``SourceMap.of(chapter, language)`` (computed once per chapter and language, in linear time):
+
+- **units**, numbered from 1: the chapter's paragraphs (split at blank lines; at line breaks when
+  the chapter has no blank line, never inside a quote), a paragraph longer than
+  ``MAX_UNIT_CHARS`` (``MAX_UNIT_CJK_CHARS`` for Chinese and Japanese) cut at sentence ends
+  outside quotes. Units tile the chapter: every character lies in exactly one unit (the spaces and
+  blank lines after a paragraph belong to it, the text before the first paragraph to the first);
+- **quotes**, numbered from 1: each quoted line (``quotes.py``: the marks per language), with its
+  unit, and a speaker hint (``speakers.py``): a name, or ``None``;
+- **lines**, numbered from 1: the quotes as the balloons that letter them, a quote longer than a
+  balloon (``MAX_LINE``) in several consecutive parts cut at sentence ends, nothing dropped;
+- **names**: the cast candidates, strongest first (``speakers.py``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .quotes import MAX_QUOTE_CHARS, QUOTE_MARKS, balloon_parts, find_quote_spans, find_quotes
+from .speakers import NameCandidate, attribution, find_names, nearest_name
+
+__all__ = [
+    "MAX_QUOTE_CHARS",
+    "QUOTE_MARKS",
+    "NameCandidate",
+    "Paragraph",
+    "Quote",
+    "SourceLine",
+    "SourceMap",
+    "Unit",
+    "find_quote_spans",
+    "find_quotes",
+    "source_map",
+]
+
+MAX_UNIT_CHARS = 1200
+MAX_UNIT_CJK_CHARS = 400
+BALLOON_CHARS = 120  # a balloon's text, the screenplay's MAX_LINE (kept equal by a test)
+
+_BLANK = re.compile(r"(?:\r\n|\r|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r|\n))+")
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_SENTENCE = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A paragraph's text span (line breaks around it excluded) and whether a hard break (two
+    blank lines or more) comes right before it."""
+
+    start: int
+    end: int
+    hard_break_before: bool
+
+
+@dataclass(frozen=True)
+class Unit:
+    number: int  # 1-based
+    start: int
+    end: int  # units tile the chapter: the next unit starts here
+    paragraph: int  # 0-based index of its paragraph
+
+
+@dataclass(frozen=True)
+class Quote:
+    number: int  # 1-based
+    start: int  # the inside of the marks
+    end: int
+    unit: int
+    text: str
+    hint: str | None  # who says it, guessed from the text (a name), or None
+    attributed: bool  # the hint is an attribution next to the quote
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """One balloon of a quote: the whole quote, or one part of a long one."""
+
+    number: int  # 1-based, across the chapter
+    quote: int
+    part: int
+    parts: int
+    text: str
+    unit: int
+
+
+@dataclass(frozen=True)
+class SourceMap:
+    text: str
+    language: str
+    paragraphs: tuple[Paragraph, ...]
+    units: tuple[Unit, ...]
+    quotes: tuple[Quote, ...]
+    lines: tuple[SourceLine, ...]
+    names: tuple[NameCandidate, ...]
+
+    @classmethod
+    def of(cls, text: str, language: str) -> SourceMap:
+        return source_map(text, language)
+
+    def unit_text(self, number: int) -> str:
+        u = self.units[number - 1]
+        return self.text[u.start : u.end].strip()
+
+    def unit_at(self, position: int) -> int:
+        """The number of the unit holding character ``position``."""
+        starts = [u.start for u in self.units]
+        return bisect.bisect_right(starts, position)
+
+    def units_of_paragraphs(self, first: int, last: int) -> tuple[int, int]:
+        """The first and last unit numbers of paragraphs ``first..last`` (0-based, inclusive)."""
+        numbers = [u.number for u in self.units if first <= u.paragraph <= last]
+        return numbers[0], numbers[-1]
+
+    def lines_in(self, first: int, last: int) -> list[SourceLine]:
+        """The balloon lines of the quotes in units ``first..last`` (inclusive), in order."""
+        return [line for line in self.lines if first <= line.unit <= last]
+
+    def quote_of(self, line: int) -> Quote:
+        return self.quotes[self.lines[line - 1].quote - 1]
+
+
+def _paragraph_spans(text: str, quotes: list[tuple[int, int]]) -> list[Paragraph]:
+    if _BLANK.search(text):
+        breaks = [(m.start(), m.end(), len(_NEWLINE.findall(m.group())) > 2) for m in _BLANK.finditer(text)]
+    else:  # one paragraph a line, but a quote running over a line break stays whole
+        starts = [a for a, _ in quotes]
+        breaks = []
+        for m in _NEWLINE.finditer(text):
+            k = bisect.bisect_right(starts, m.start()) - 1
+            if k < 0 or quotes[k][1] <= m.start():
+                breaks.append((m.start(), m.end(), False))
+    out: list[Paragraph] = []
+    pos, hard = 0, False
+    for a, b, hard_break in [*breaks, (len(text), len(text), False)]:
+        piece = text[pos:a]
+        lead = len(piece) - len(piece.lstrip("\r\n"))
+        tail = len(piece.rstrip("\r\n"))
+        if piece.strip():
+            out.append(Paragraph(pos + lead, pos + tail, hard))
+            hard = False
+        hard = hard or hard_break
+        pos = b
+    return out
+
+
+def _unit_starts(text: str, paragraph: Paragraph, quotes: list[tuple[int, int]], cjk: bool) -> list[int]:
+    """Where a long paragraph's units start (its own start first): sentence ends outside quotes."""
+    limit = MAX_UNIT_CJK_CHARS if cjk else MAX_UNIT_CHARS
+    starts = [paragraph.start]
+    if paragraph.end - paragraph.start <= limit:
+        return starts
+    q = bisect.bisect_left(quotes, (paragraph.start, paragraph.start))
+    last_end: int | None = None
+    for m in _SENTENCE.finditer(text, paragraph.start, paragraph.end):
+        end = m.end()
+        while q < len(quotes) and quotes[q][1] < end - 1:
+            q += 1
+        inside = q < len(quotes) and quotes[q][0] <= m.start() < quotes[q][1]
+        if inside or end >= paragraph.end:
+            continue
+        if end - starts[-1] > limit and last_end is not None and last_end > starts[-1]:
+            starts.append(last_end)
+        last_end = end
+    return starts
+
+
+@lru_cache(maxsize=32)
+def source_map(text: str, language: str) -> SourceMap:
+    """The chapter's source map (module docstring); cached per text and language."""
+    spans = find_quote_spans(text, language)
+    paragraphs = _paragraph_spans(text, spans)
+    cjk = len(_CJK.findall(text)) * 2 > len(text.strip() or " ")
+    starts: list[tuple[int, int]] = []
+    for index, p in enumerate(paragraphs):
+        starts += [(s, index) for s in _unit_starts(text, p, spans, cjk)]
+    units = tuple(
+        Unit(n, 0 if n == 1 else s, starts[n][0] if n < len(starts) else len(text), index)
+        for n, (s, index) in enumerate(starts, 1)
+    )
+    unit_starts = [u.start for u in units]
+    para_of = [paragraphs[u.paragraph] for u in units]
+    quote_units = [bisect.bisect_right(unit_starts, a) for a, _ in spans]
+    bounds = [(para_of[u - 1].start, para_of[u - 1].end) for u in quote_units]
+    said = [attribution(text, s, b, language) for s, b in zip(spans, bounds, strict=True)]
+    narration = _narration(text, spans)
+    names = tuple(find_names(narration, said, language))
+    # A hint may come from the paragraph before (the narration that leads into a line of its own).
+    wide = [
+        (paragraphs[max(0, para_index - 1)].start, b)
+        for para_index, (_, b) in zip((units[u - 1].paragraph for u in quote_units), bounds, strict=True)
+    ]
+    hints = _hints(text, spans, wide, said, [c.name for c in names], language)
+    quotes = tuple(
+        Quote(n, a, b, u, text[a:b], hint, said[n - 1] is not None)
+        for n, ((a, b), u, hint) in enumerate(zip(spans, quote_units, hints, strict=True), 1)
+    )
+    lines: list[SourceLine] = []
+    for q in quotes:
+        parts = [p.strip() for p in balloon_parts(q.text.strip(), BALLOON_CHARS)]
+        parts = [p for p in parts if p]
+        for k, part in enumerate(parts, 1):
+            lines.append(SourceLine(len(lines) + 1, q.number, k, len(parts), part, q.unit))
+    return SourceMap(text, language, tuple(paragraphs), units, quotes, tuple(lines), names)
+
+
+def _narration(text: str, spans: list[tuple[int, int]]) -> str:
+    """The text outside quotes, each quote's inside as ``…``."""
+    pieces, pos = [], 0
+    for a, b in spans:
+        pieces += [text[pos:a], "…"]
+        pos = b
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def _hints(
+    text: str,
+    spans: list[tuple[int, int]],
+    bounds: list[tuple[int, int]],
+    said: list[str | None],
+    names: list[str],
+    language: str,
+) -> list[str | None]:
+    """Each quote's speaker guess: its attribution, else the nearest name, else turn-taking."""
+    lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text) if language == "en" else text
+    keys = [n.lower() for n in names] if language == "en" else names
+    by_key = dict(zip(keys, names, strict=True))
+    hints: list[str | None] = []
+    for i, (span, bound) in enumerate(zip(spans, bounds, strict=True)):
+        hint = said[i]
+        if hint is None:
+            near = nearest_name(lowered, span, bound, keys)
+            hint = by_key[near] if near else None
+        if hint is None and i >= 2 and hints[-1] and hints[-2] and hints[-1] != hints[-2]:
+            hint = hints[-2]
+        hints.append(hint)
+    return hints

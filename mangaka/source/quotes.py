@@ -1,0 +1,150 @@
+"""Quoted lines of a chapter, found by quote marks in linear time, and cut to fit a balloon.
+
+Marks, by language (the first group is always used; the second only when the first finds no
+quoted line in the chapter, so a chapter written with other marks still has its quotes):
+
+- English: ``"…"`` (straight double quotes, as in pasted prose) and ``“…”``; else ``‘…’`` or
+  ``'…'`` (single quotes, whose closing mark followed by a letter is an apostrophe, not a close);
+- Chinese: ``“…”`` and ``「…」``; else ``『…』``, ``‘…’`` and ``《…》`` is never a quote (a title);
+- Japanese: ``「…」`` and ``『…』``; else ``“…”``.
+
+A span opens at an opening mark and closes at the first matching closing mark, unless one of
+these comes first, in which case the opening mark is left as a stray character and the search
+goes on right after it:
+
+- the same opening mark again (for straight quotes, which open and close alike, this is the close);
+- a paragraph break (a blank line): a quote never runs from one paragraph into the next;
+- more than ``MAX_QUOTE_CHARS`` characters.
+
+So an unbalanced mark costs at most its own paragraph's quotes, never the rest of the text.
+Each search stops at the next mark of its own kind, a paragraph break or the length limit, so
+every character is read a bounded number of times per kind of mark. Empty spans (``""``) and
+spans of whitespace only are dropped.
+
+``balloon_parts`` cuts a quote longer than a balloon into consecutive parts at sentence ends,
+never dropping a character (a sentence longer than a balloon is cut at a clause mark, else at a
+space, else at the balloon's length).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from ..errors import InputError
+
+# Longest quoted span taken as a quote; a longer one is an unbalanced mark, not speech.
+MAX_QUOTE_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class Marks:
+    """One kind of quote mark: its opening mark and the pattern of its closing mark."""
+
+    opener: str
+    closer: str
+    opener_guard: str = ""  # a lookbehind the opener must pass (single quotes: not after a letter)
+    closer_guard: str = ""  # a lookahead the closer must pass (single quotes: not before a letter)
+
+
+_SINGLE_STRAIGHT = Marks("'", "'", r"(?<![\w])", r"(?![\w])")
+_SINGLE_CURLY = Marks("\u2018", "\u2019", r"(?<![\w])", r"(?![\w])")
+
+QUOTE_MARKS: dict[str, tuple[tuple[Marks, ...], tuple[Marks, ...]]] = {
+    "en": ((Marks('"', '"'), Marks("\u201c", "\u201d")), (_SINGLE_CURLY, _SINGLE_STRAIGHT)),
+    "zh": (
+        (Marks("\u201c", "\u201d"), Marks("\u300c", "\u300d")),
+        (Marks("\u300e", "\u300f"), _SINGLE_CURLY),
+    ),
+    "ja": ((Marks("\u300c", "\u300d"), Marks("\u300e", "\u300f")), (Marks("\u201c", "\u201d"),)),
+}
+
+_BREAK = r"(?:\r\n|\r|\n)[ \t\f\v\u3000]*(?:\r\n|\r|\n)"
+
+
+@cache
+def _patterns(marks: tuple[Marks, ...]) -> tuple[re.Pattern[str], dict[str, tuple[re.Pattern[str], str]]]:
+    openers = re.compile("|".join(m.opener_guard + re.escape(m.opener) for m in marks))
+    stops = {}
+    for m in marks:
+        opener = m.opener_guard + re.escape(m.opener)
+        closer = re.escape(m.closer) + m.closer_guard
+        alternatives = [closer] if m.opener == m.closer else [opener, closer]
+        stops[m.opener] = (re.compile("|".join(f"({a})" for a in alternatives) + f"|{_BREAK}"), m.closer)
+    return openers, stops
+
+
+def _spans(text: str, marks: tuple[Marks, ...]) -> list[tuple[int, int]]:
+    openers, stops = _patterns(marks)
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (m := openers.search(text, pos)) is not None:
+        start = m.end()
+        stop, closer = stops[m.group()]
+        end = stop.search(text, start, start + MAX_QUOTE_CHARS + 1)
+        # The closing mark is the pattern's last group (the first, for straight marks).
+        if end is None or end.group() != closer or end.lastindex is None:
+            pos = start  # a stray mark: look on right after it
+            continue
+        if text[start : end.start()].strip():
+            spans.append((start, end.start()))
+        pos = end.end()
+    return spans
+
+
+def marks_of(language: str) -> tuple[tuple[Marks, ...], tuple[Marks, ...]]:
+    if language not in QUOTE_MARKS:
+        raise InputError(
+            f"language {language!r} has no quote marks known here; choose one of: {', '.join(QUOTE_MARKS)}"
+        )
+    return QUOTE_MARKS[language]
+
+
+def find_quote_spans(text: str, language: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each quoted span's inside (marks excluded), in text order."""
+    primary, fallback = marks_of(language)
+    spans = _spans(text, primary)
+    return spans or _spans(text, fallback)
+
+
+def find_quotes(text: str, language: str) -> list[str]:
+    """The text between the quote marks of each quoted span of ``text``, verbatim, in text order.
+
+    ``language`` is ``en``, ``zh`` or ``ja`` (the marks are listed in this module's docstring);
+    unbalanced marks are skipped (see there), never an error.
+    """
+    return [text[a:b] for a, b in find_quote_spans(text, language)]
+
+
+# ---- a quote in balloons ----
+
+_SENTENCE_CUT = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")
+_CLAUSE_CUT = re.compile(r"[,;:，、；：—]+\s*")
+_SPACE_CUT = re.compile(r"\s+")
+
+
+def _cut_points(text: str, pattern: re.Pattern[str]) -> list[int]:
+    return [m.end() for m in pattern.finditer(text) if 0 < m.end() < len(text)]
+
+
+def balloon_parts(text: str, limit: int) -> list[str]:
+    """``text`` as consecutive parts of at most ``limit`` characters whose concatenation is
+    ``text``: cut at the last sentence end that fits, else a clause mark, else a space, else at
+    ``limit`` (a part is never empty). Linear in ``len(text)``."""
+    if len(text) <= limit:
+        return [text]
+    parts: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        cut = 0
+        for pattern in (_SENTENCE_CUT, _CLAUSE_CUT, _SPACE_CUT):
+            fitting = [p for p in _cut_points(rest[: limit + 1], pattern) if p <= limit]
+            if fitting:
+                cut = fitting[-1]
+                break
+        cut = cut or limit
+        parts.append(rest[:cut])
+        rest = rest[cut:]
+    parts.append(rest)
+    return parts

@@ -193,6 +193,8 @@ def request_for(
         max_characters=max(8, len(screenplay.characters)),
         style=style,
         prompt_language=prompt_language,
+        # The examples are in the free format (lines written out); a grounded format is not built yet.
+        dialogue_from="free",
     )
 
 
@@ -237,7 +239,8 @@ def examples(pair: Pair, *, style: str = "manga", prompt_language: str | None = 
     prompts = Prompts.build(request, pair.chapter)
     cast = list(sp.characters)
     reply = script_reply(sp)
-    if assemble_screenplay(reply, cast, sp.language).model_dump(mode="json") != sp.model_dump(mode="json"):
+    written = assemble_screenplay(reply, cast, sp.language).model_copy(update={"version": sp.version})
+    if written.model_dump(mode="json") != sp.model_dump(mode="json"):
         raise MangakaError(
             f"screenplay {pair.screenplay_path}: its script reply does not assemble back to it"
         )

@@ -28,9 +28,9 @@ from typing import Any
 
 from ..errors import InputError, InvalidOutputError
 from ..llm.base import LLM, CallContext, CancelFn, ProgressFn, Usage, call_context
-from ..llm.budget import json_token_budget
 from ..structured import Attempt
 from .bible import SeriesBible
+from .grounded import Grounding
 from .models import (
     MAX_CAST,
     SCREENPLAY_VERSION,
@@ -54,12 +54,13 @@ from .scenes import (
     split_scenes,
     story_so_far,
 )
-from .schema import cast_call_schema
 from .steps import (
     Budget,
     Prompts,
     Step,
+    assemble,
     assemble_screenplay,
+    cast_budget,
     cast_step,
     check_cast,
     plan_step,
@@ -135,12 +136,13 @@ def write_screenplay(
     known_cast = check_cast(cast) if cast is not None else None
     if known_cast is not None and bible:
         known_cast, _ = bible.map_cast(known_cast, request.language)
+    grounding = _grounding(chapter, request)
     scenes = plan_scenes(llm, chapter, request)
     if len(scenes) > 1:
-        return _write_scenes(llm, scenes, request, known_cast, bible, context)
+        return _write_scenes(llm, scenes, request, known_cast, bible, context, grounding)
     request = _with_counts(request, scenes[0])
-    prompts = Prompts.build(request, chapter)
-    budget = Budget.of(request, cast_call=known_cast is None)
+    prompts = Prompts.build(request, chapter, grounding)
+    budget = Budget.of(request, cast_call=known_cast is None, grounding=grounding)
 
     plan = plan_step(llm, prompts, context.share(0, budget.total))
     prompts = prompts.with_plan(plan.value)
@@ -154,7 +156,7 @@ def write_screenplay(
         )
     except InvalidOutputError as e:  # the cast call's tries come first in the error
         raise InvalidOutputError(str(e), [*(a.as_dict() for a in characters.attempts), *e.attempts]) from e
-    screenplay = assemble_screenplay(script.value, characters.value, request.language)
+    screenplay = assemble(script.value, characters.value, prompts)
     attempts = characters.attempts + script.attempts
     result = ScreenplayResult(
         screenplay, attempts, plan.usage + characters.usage + script.usage, plan.value, scenes
@@ -171,6 +173,21 @@ def _request(request: ScreenplayRequest | None, options: dict[str, Any]) -> Scre
     return request
 
 
+def _grounding(chapter: str, request: ScreenplayRequest) -> Grounding | None:
+    """The chapter's source map for a grounded request (``None`` in free mode), with a warning
+    when the chapter has no quoted line to keep."""
+    if not request.grounded:
+        return None
+    grounding = Grounding.of(chapter, request.language)
+    if not grounding.map.quotes:
+        logger.warning(
+            "chapter: no quoted lines found (quote marks for %s: see the README), so every line is a "
+            "narrator caption; for a chapter that marks speech another way, choose dialogue 'free'",
+            request.language,
+        )
+    return grounding
+
+
 def _with_counts(request: ScreenplayRequest, scene: Scene) -> ScreenplayRequest:
     """The request one call makes: the scene's panel and line counts in place of ``auto``."""
     return replace(request, panels=scene.panels, dialogue=scene.dialogue)
@@ -183,13 +200,16 @@ def plan_scenes(llm: LLM, chapter: str, request: ScreenplayRequest) -> list[Scen
     """The chapter as one scene when it fits one call, else its scenes (``scenes.py``), each with
     its panel and line counts. Counts tokens with ``llm`` (no generation); when the backend does
     not know its context (a remote server), only ``scene_chars`` and the per-call counts split."""
-    counts = scene_counts([Scene(1, 0, 0, chapter)], request.panels, request.dialogue, request.language)
+    grounded = request.grounded
+    counts = scene_counts(
+        [Scene(1, 0, 0, chapter)], request.panels, request.dialogue, request.language, grounded=grounded
+    )
     fits = _Fit(llm, request, chapter)
     if counts is not None:
         ((panels, dialogue),) = counts
         within_limit = not request.scene_chars or len(chapter) <= request.scene_chars
         if within_limit and fits.whole(chapter, panels, dialogue):
-            paras = paragraphs(chapter)
+            paras = paragraphs(chapter, request.language)
             return [Scene(1, 0, max(0, len(paras) - 1), chapter, "", panels, dialogue)]
     room = fits.paragraph_room()
     if room is not None and room <= 0:
@@ -200,9 +220,13 @@ def plan_scenes(llm: LLM, chapter: str, request: ScreenplayRequest) -> list[Scen
         )
     limit = float(min(request.scene_chars or len(chapter), len(chapter)))
     while True:
-        scenes = split_scenes(chapter, limit, room=room, size=fits.paragraph_tokens if room else None)
-        smallest = limit <= max(len(p.text) for p in paragraphs(chapter))
-        counts = scene_counts(scenes, request.panels, request.dialogue, request.language, clamp=smallest)
+        scenes = split_scenes(
+            chapter, limit, room=room, size=fits.paragraph_tokens if room else None, language=request.language
+        )
+        smallest = limit <= max(len(p.text) for p in paragraphs(chapter, request.language))
+        counts = scene_counts(
+            scenes, request.panels, request.dialogue, request.language, clamp=smallest, grounded=grounded
+        )
         if counts is not None and all(fits.scene(s, n, d) for s, (n, d) in zip(scenes, counts, strict=True)):
             break
         if smallest:
@@ -275,16 +299,22 @@ def _write_scenes(
     known_cast: list[Character] | None,
     bible: SeriesBible | None,
     context: CallContext,
+    grounding: Grounding | None = None,
 ) -> ScreenplayResult:
     """Every scene's cast (unless known), then every scene's script; one screenplay of them all."""
     requests = [_with_counts(request, s) for s in scenes]
-    budgets = [Budget.of(r, cast_call=known_cast is None) for r in requests]
+    parts = _scene_groundings(scenes, grounding)
+    budgets = [
+        Budget.of(r, cast_call=known_cast is None, grounding=g) for r, g in zip(requests, parts, strict=True)
+    ]
     total = sum(b.total for b in budgets)
     offsets = [sum(b.total for b in budgets[:i]) for i in range(len(budgets))]
     attempts: list[Attempt] = []
     usage = Usage()
     if known_cast is None:
-        cast, cast_tries, usage = _scene_casts(llm, scenes, requests, budgets, offsets, total, bible, context)
+        cast, cast_tries, usage = _scene_casts(
+            llm, scenes, requests, budgets, offsets, total, bible, context, parts
+        )
         attempts += cast_tries
     else:
         cast = known_cast
@@ -295,10 +325,13 @@ def _write_scenes(
             [a.as_dict() for a in attempts],
         )
     scripts: list[dict[str, Any]] = []
+    assembled: list[Screenplay] = []
     plans: list[str] = []
     actions: list[str] = []
-    for scene, scene_request, budget, offset in zip(scenes, requests, budgets, offsets, strict=True):
-        prompts = Prompts.build(scene_request, scene.text).with_story_so_far(
+    for scene, scene_request, budget, offset, part in zip(
+        scenes, requests, budgets, offsets, parts, strict=True
+    ):
+        prompts = Prompts.build(scene_request, scene.text, part).with_story_so_far(
             story_so_far(actions), scene.overlap, scene.number, len(scenes)
         )
         start = offset + budget.cast
@@ -313,10 +346,11 @@ def _write_scenes(
         attempts += script.attempts
         usage = usage + plan.usage + script.usage
         scripts.append(script.value)
+        assembled.append(assemble(script.value, cast, prompts))
         actions += [p["action"] for p in script.value["panels"]]
         if plan.value:
             plans.append(f"Scene {scene.number}:\n{plan.value}")
-    screenplay = assemble_scenes(scripts, cast, request.language)
+    screenplay = assemble_scenes(scripts, cast, request.language, assembled)
     result = ScreenplayResult(screenplay, attempts, usage, "\n\n".join(plans), scenes)
     logger.info("screenplay: %s", result.summary())
     return result
@@ -331,6 +365,7 @@ def _scene_casts(
     total: int,
     bible: SeriesBible | None,
     context: CallContext,
+    parts: Sequence[Grounding | None] | None = None,
 ) -> tuple[list[Character], list[Attempt], Usage]:
     """Each scene's cast call in order, each shown the characters found so far (and ``bible``'s);
     the chapter's cast is their union, one entry per person."""
@@ -338,8 +373,11 @@ def _scene_casts(
     cast: dict[str, Character] = {}
     attempts: list[Attempt] = []
     usage = Usage()
-    for scene, scene_request, budget, offset in zip(scenes, requests, budgets, offsets, strict=True):
-        prompts = Prompts.build(scene_request, scene.text)
+    parts = parts or [None] * len(scenes)
+    for scene, scene_request, budget, offset, part in zip(
+        scenes, requests, budgets, offsets, parts, strict=True
+    ):
+        prompts = Prompts.build(scene_request, scene.text, part)
         step = cast_step(llm, prompts, budget.cast, context.share(offset, total), known)
         attempts += step.attempts
         usage = usage + step.usage
@@ -349,13 +387,28 @@ def _scene_casts(
     return list(cast.values()), attempts, usage
 
 
-def assemble_scenes(scripts: list[dict[str, Any]], cast: list[Character], language: str) -> Screenplay:
-    """One screenplay of the scenes' valid script replies: ids ``p1..pM`` and ``d1..dN`` run on across
-    scenes, each panel records its scene, the title is the first scene's."""
+def _scene_groundings(scenes: list[Scene], grounding: Grounding | None) -> list[Grounding | None]:
+    """Each scene's part of the chapter's source map (``None`` each in free mode)."""
+    if grounding is None:
+        return [None] * len(scenes)
+    if len(scenes) == 1:
+        return [grounding]
+    return [grounding.scene(s.first, s.last) for s in scenes]
+
+
+def assemble_scenes(
+    scripts: list[dict[str, Any]],
+    cast: list[Character],
+    language: str,
+    parts: Sequence[Screenplay] | None = None,
+) -> Screenplay:
+    """One screenplay of the scenes' valid script replies (or their screenplays, ``parts``): ids
+    ``p1..pM`` and ``d1..dN`` run on across scenes, each panel records its scene, the title is the
+    first scene's."""
     panels: list[Panel] = []
     lines: list[Line] = []
     for number, script in enumerate(scripts, 1):
-        part = assemble_screenplay(script, cast, language)
+        part = parts[number - 1] if parts else assemble_screenplay(script, cast, language)
         line_ids = {line.id: f"d{len(lines) + k}" for k, line in enumerate(part.dialogue, 1)}
         lines += [line.model_copy(update={"id": line_ids[line.id]}) for line in part.dialogue]
         for p in part.panels:
@@ -396,14 +449,17 @@ def write_cast(
     request = _request(request, options)
     context = call_context(context, None, None)
     check_chapter(chapter)
+    grounding = _grounding(chapter, request)
     scenes = plan_scenes(llm, chapter, request)
-    budget = json_token_budget(cast_call_schema(request.max_characters))
+    parts = _scene_groundings(scenes, grounding)
+    budget = max(cast_budget(request, g) for g in parts)
     if len(scenes) == 1:
-        return cast_step(llm, Prompts.build(request, chapter), budget, context.share(0, budget), bible)
+        prompts = Prompts.build(request, chapter, grounding)
+        return cast_step(llm, prompts, budget, context.share(0, budget), bible)
     requests = [_with_counts(request, s) for s in scenes]
     budgets = [Budget(0, budget, 0)] * len(scenes)
     offsets = [i * budget for i in range(len(scenes))]
     cast, attempts, usage = _scene_casts(
-        llm, scenes, requests, budgets, offsets, budget * len(scenes), bible, context
+        llm, scenes, requests, budgets, offsets, budget * len(scenes), bible, context, parts
     )
     return Step(cast, attempts, usage)

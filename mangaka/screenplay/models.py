@@ -18,8 +18,11 @@ from pydantic import (
     StringConstraints,
     model_serializer,
 )
+from pydantic.json_schema import SkipJsonSchema
 
-SCREENPLAY_VERSION = 1
+SCREENPLAY_VERSION = 2
+# Version 1 (before lines recorded their quote and panels their source) is still read.
+SCREENPLAY_VERSIONS = (1, 2)
 
 # Bounds (characters for strings, items for lists). Chosen for a manga chapter: a balloon holds
 # about 120 characters; a panel description is a sentence or two. One script call writes at most
@@ -42,6 +45,8 @@ MAX_SCENE_DIALOGUE = 48  # lines of one script call
 MAX_PANELS = 240  # panels of one chapter
 MAX_DIALOGUE = 480  # lines of one chapter
 MAX_SCENES = MAX_PANELS  # scenes of one chapter (each has a panel at least)
+MAX_QUOTES = 100_000  # a chapter's quoted lines (numbers in ``Line.quote``)
+MAX_UNITS = 1_000_000  # a chapter's source units (numbers in ``Panel.source``)
 
 NARRATOR = "narrator"
 ID_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
@@ -95,6 +100,8 @@ def _text(max_length: int, min_length: int = 1) -> StringConstraints:
 
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID, pattern=ID_PATTERN)]
+# [first, last] source units of a panel (the stored contract has no unions: an absent value is None).
+SourceRange = Annotated[list[Annotated[int, Field(ge=1, le=MAX_UNITS)]], Field(min_length=2, max_length=2)]
 
 
 def _json_number(value: Any) -> Any:
@@ -129,6 +136,14 @@ class Line(_Strict):
     speaker: Id = Field(description="A character id, or 'narrator' for a caption box.")
     line: Annotated[str, _text(MAX_LINE)] = Field(description="The words, in the screenplay's language.")
     emotion: Emotion = Field(description="How it is said; also picks the balloon style.")
+    quote: Annotated[int, JsonNumber] | SkipJsonSchema[None] = Field(
+        None,
+        ge=1,
+        le=MAX_QUOTES,
+        description="The chapter's quoted line this line letters, verbatim (1 = the chapter's first "
+        "quote; a long quote is lettered over consecutive lines with the same number). Absent for a "
+        "caption or a line in the screenplay's own words.",
+    )
 
 
 class Panel(_Strict):
@@ -155,12 +170,21 @@ class Panel(_Strict):
         description="The chapter's scene this panel belongs to (1, 2, …); a long chapter is written "
         "scene by scene. Optional: 1 when absent.",
     )
+    source: SourceRange | SkipJsonSchema[None] = Field(
+        None,
+        description="The part of the chapter this panel draws: [first, last] source units (the "
+        "chapter's paragraphs, numbered from 1; a very long paragraph is cut at sentence ends), "
+        "inclusive. Absent when not known (a screenplay written before version 2, or in free mode).",
+    )
 
 
 class Screenplay(_Strict):
     """A chapter as a manga screenplay: the cast, the dialogue, and the panels that carry it."""
 
-    version: Annotated[Literal[1], JsonNumber] = Field(description="Contract version of this format.")
+    version: Annotated[Literal[1, 2], JsonNumber] = Field(
+        description="Contract version of this format (2 adds a line's quote and a panel's source; 1 is "
+        "still read)."
+    )
     title: Annotated[str, _text(MAX_TITLE)]
     language: Language = Field(description="Language of names, lines and descriptions.")
     characters: list[Character] = Field(min_length=1, max_length=MAX_CAST)
@@ -175,6 +199,11 @@ class Screenplay(_Strict):
         if isinstance(panels, list) and all(isinstance(p, dict) and p.get("scene", 1) == 1 for p in panels):
             for p in panels:
                 p.pop("scene", None)
+        # Optional references are stored only when known, so a version-1 screenplay is stored as before.
+        for items, key in ((data.get("dialogue"), "quote"), (panels, "source")):
+            for item in items if isinstance(items, list) else ():
+                if isinstance(item, dict) and item.get(key, 0) is None:
+                    item.pop(key)
         return data
 
     def character(self, character_id: str) -> Character | None:

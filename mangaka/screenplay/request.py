@@ -23,6 +23,10 @@ MAX_THINK_TOKENS = 32768
 MAX_SEED = 2**31 - 1
 MAX_SCENE_CHARS = 1_000_000
 DEFAULT_SAMPLING = "qwen3.5-instruct"
+# Where dialogue comes from: the chapter's own quoted lines, verbatim (each line one of them or a
+# narrator caption), or the model's own words (the behaviour before source maps; for chapters
+# without quote marks).
+DIALOGUE_FROM = ("chapter", "free")
 # The languages the Screenwriter's prompt files are written in (prompts/screenwriter/*.<lang>.md).
 PROMPT_LANGUAGES = ("en", "zh", "ja")
 
@@ -85,8 +89,9 @@ class ScreenplayRequest:
     seed: int = 0
     max_attempts: int = 3
     think_tokens: int = 0
-    prompt_language: str | None = None  # the prompts' language; None: Chinese for zh, else English
+    prompt_language: str | None = None  # the prompts' language; None: the screenplay's own
     scene_chars: int = DEFAULT_SCENE_CHARS  # a longer chapter is written scene by scene; 0: no limit
+    dialogue_from: str = "chapter"  # DIALOGUE_FROM: the chapter's quotes verbatim, or "free"
 
     def __post_init__(self) -> None:
         if self.sampling is None:  # callers that pass "no preference"
@@ -98,6 +103,12 @@ class ScreenplayRequest:
         object.__setattr__(self, "panels", check_count_or_auto("panels", self.panels, 1, MAX_PANELS))
         object.__setattr__(self, "dialogue", check_count_or_auto("dialogue", self.dialogue, 0, MAX_DIALOGUE))
         check_count("scene_chars", self.scene_chars, 0, MAX_SCENE_CHARS)
+        if self.dialogue_from not in DIALOGUE_FROM:
+            raise InputError(
+                f"dialogue_from {self.dialogue_from!r} is not known; choose 'chapter' (the chapter's "
+                "quoted lines, verbatim) or 'free' (lines in the model's words, for a chapter without "
+                "quote marks)"
+            )
         check_count("max_characters", self.max_characters, 1, MAX_CHARACTERS)
         check_count("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS)
         check_count("think_tokens", self.think_tokens, 0, MAX_THINK_TOKENS)
@@ -116,6 +127,11 @@ class ScreenplayRequest:
             raise InputError(
                 f"sampling must be a preset name or Sampling, got {type(self.sampling).__name__}"
             )
+
+    @property
+    def grounded(self) -> bool:
+        """Dialogue from the chapter's quotes and panels tied to its units (``screenplay/grounded.py``)."""
+        return self.dialogue_from == "chapter"
 
     @property
     def sampling_settings(self) -> Sampling:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..source import source_map
 from .models import MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_DIALOGUE, MAX_SCENE_PANELS
 
 AUTO = "auto"
@@ -102,18 +103,21 @@ def auto_panels(text: str) -> int:
     return max(1, min(MAX_PANELS, round(story_units(text) / CJK_CHARS_PER_PANEL)))
 
 
-def auto_dialogue(text: str, language: str, panels: int) -> int:
-    """Dialogue lines for ``text`` with ``panels`` panels when the count is ``auto``."""
-    from ..evaluate.quotes import find_quotes  # evaluate imports this package
-
-    quotes = len(find_quotes(text, language))
+def auto_dialogue(text: str, language: str, panels: int, grounded: bool = False) -> int:
+    """Dialogue lines for ``text`` with ``panels`` panels when the count is ``auto``: every quoted
+    line (``grounded``: every balloon of them, uncapped, so none is dropped; a scene holds at most
+    ``MAX_SCENE_DIALOGUE``, so a chapter with more is split), at least half the panels; without
+    ``grounded``, at most two a panel."""
+    quotes = quote_count(text, language, grounded)
+    if grounded:
+        return max(0, min(MAX_DIALOGUE, max(quotes, math.ceil(panels / 2))))
     return max(0, min(MAX_DIALOGUE, 2 * panels, max(quotes, math.ceil(panels / 2))))
 
 
-def quote_count(text: str, language: str) -> int:
-    from ..evaluate.quotes import find_quotes  # evaluate imports this package
-
-    return len(find_quotes(text, language))
+def quote_count(text: str, language: str, grounded: bool = False) -> int:
+    """The quoted lines of ``text`` (``grounded``: the balloons that letter them)."""
+    found = source_map(text, language)
+    return len(found.lines) if grounded else len(found.quotes)
 
 
 # ---- paragraphs and breaks ----
@@ -132,26 +136,13 @@ class Paragraph:
         return flat if len(flat) <= n else flat[:n] + "…"
 
 
-def paragraphs(chapter: str) -> list[Paragraph]:
-    """The chapter's paragraphs: split at blank lines, or at line breaks when there is no blank line."""
-    text = chapter.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
-    if _BLANK.search(text):
-        pieces, pos, hard_flags = [], 0, []
-        for m in _BLANK.finditer(text):
-            pieces.append(text[pos : m.start()])
-            hard_flags.append(m.group().count("\n") > 2)  # two blank lines or more: a scene break
-            pos = m.end()
-        pieces.append(text[pos:])
-        hard_before = [False, *hard_flags]
-    else:
-        pieces = text.split("\n")
-        hard_before = [False] * len(pieces)
+def paragraphs(chapter: str, language: str = "en") -> list[Paragraph]:
+    """The chapter's paragraphs as its source map has them (``mangaka.source``): split at blank
+    lines, or at line breaks when there is no blank line (never inside a quote of ``language``)."""
     out: list[Paragraph] = []
     previous_separator = False
-    for piece, hard in zip(pieces, hard_before, strict=True):
-        if not piece.strip():
-            previous_separator = previous_separator or hard
-            continue
+    for p in source_map(chapter, language).paragraphs:
+        piece = chapter[p.start : p.end].replace("\r\n", "\n").replace("\r", "\n")
         separator = bool(_SEPARATOR.fullmatch(piece.strip())) and not any(
             unicodedata.category(ch)[0] in "LN" for ch in piece
         )
@@ -160,7 +151,7 @@ def paragraphs(chapter: str) -> list[Paragraph]:
                 index=len(out),
                 text=piece,
                 separator=separator,
-                hard_break_before=hard or previous_separator,
+                hard_break_before=p.hard_break_before or previous_separator,
                 shift=bool(_SHIFT.match(piece)),
             )
         )
@@ -197,13 +188,14 @@ def split_scenes(
     *,
     size: Callable[[Paragraph], float] | None = None,
     room: float | None = None,
+    language: str = "en",
 ) -> list[Scene]:
     """``chapter`` cut into scenes of at most ``limit`` (in ``size`` units; default characters),
     at the best breaks (module docstring). A paragraph larger than ``room`` (what can ever fit;
     default: no bound) is an ``InputError``; one larger than ``limit`` but within ``room`` is a
     scene of its own."""
     size = size or (lambda p: len(p.text))
-    paras = paragraphs(chapter)
+    paras = paragraphs(chapter, language)
     story = [p for p in paras if not p.separator]
     if not story:
         raise InputError("chapter: has no paragraphs of text to split into scenes; give the chapter's text")
@@ -301,7 +293,13 @@ def spread(total: int, weights: Sequence[float], low: int, high: int) -> list[in
 
 
 def scene_counts(
-    scenes: list[Scene], panels: int | str, dialogue: int | str, language: str, *, clamp: bool = False
+    scenes: list[Scene],
+    panels: int | str,
+    dialogue: int | str,
+    language: str,
+    *,
+    clamp: bool = False,
+    grounded: bool = False,
 ) -> list[tuple[int, int]] | None:
     """Each scene's (panels, lines) for the chapter's ``panels`` and ``dialogue`` (a count or
     ``auto``); ``None`` when a scene would need more than one call allows (split smaller), unless
@@ -334,7 +332,9 @@ def scene_counts(
             return None
         panel_counts = found
     if dialogue == AUTO:
-        line_counts = [auto_dialogue(t, language, n) for t, n in zip(texts, panel_counts, strict=True)]
+        line_counts = [
+            auto_dialogue(t, language, n, grounded) for t, n in zip(texts, panel_counts, strict=True)
+        ]
         while sum(line_counts) > MAX_DIALOGUE:
             line_counts[line_counts.index(max(line_counts))] -= 1
         if max(line_counts) > MAX_SCENE_DIALOGUE:
@@ -343,7 +343,9 @@ def scene_counts(
             line_counts = [min(n, MAX_SCENE_DIALOGUE) for n in line_counts]
     else:
         assert isinstance(dialogue, int)
-        weights = [quote_count(t, language) + 0.1 * story_units(t) / CJK_CHARS_PER_PANEL for t in texts]
+        weights = [
+            quote_count(t, language, grounded) + 0.1 * story_units(t) / CJK_CHARS_PER_PANEL for t in texts
+        ]
         found = spread(dialogue, weights, 0, MAX_SCENE_DIALOGUE)
         if found is None:
             if clamp:

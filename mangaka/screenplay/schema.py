@@ -9,6 +9,7 @@ each dialogue line names its panel from an enum of ``p1..pM``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -107,18 +108,111 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cast_call_schema(max_characters: int) -> dict[str, Any]:
-    """Schema of the first call: the cast, 1..``max_characters`` characters."""
-    character = _object(
+def cast_call_schema(
+    max_characters: int, names: Sequence[str] = (), required: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Schema of the first call: the cast, 1..``max_characters`` characters.
+
+    With ``required`` names (the names the chapter uses, ``screenplay/grounded.py``), the cast is
+    exactly those, in order (at most ``max_characters``): each a ``prefixItems`` entry whose name is
+    a ``const``; the model writes each one's id and look. ``names`` is accepted for the callers'
+    symmetry; a name outside it is a problem the call's check reports."""
+
+    def character(name: dict[str, Any]) -> dict[str, Any]:
+        return _object(
+            {
+                "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": ID_PATTERN},
+                "name": name,
+                "appearance": _string(MAX_APPEARANCE),
+            }
+        )
+
+    forced = list(dict.fromkeys(required))[:max_characters]
+    if not forced:
+        items = {"type": "array", "items": character(_string(MAX_NAME)), "minItems": 1}
+        return _object({"characters": {**items, "maxItems": max_characters}})
+    array = {
+        "type": "array",
+        "prefixItems": [character({"type": "string", "const": n}) for n in forced],
+        "items": False,
+        "minItems": len(forced),
+        "maxItems": len(forced),
+    }
+    return _object({"characters": array})
+
+
+def grounded_script_call_schema(
+    cast_ids: list[str], panels: int, units: tuple[int, int], lines: Sequence[int], dialogue: int
+) -> dict[str, Any]:
+    """Schema of the script call when dialogue comes from the chapter (``screenplay/grounded.py``).
+
+    ``panels`` panels, each with ``from``, the source unit where it starts (an enum of ``units``;
+    the first panel's is the first unit); then the quoted lines (``lines``: their numbers) with a
+    speaker and an emotion each; then narrator captions. When ``dialogue`` lines hold every quoted
+    line, each is a ``prefixItems`` entry with a ``const`` quote number (the grammar writes them all,
+    in order) and the rest are captions; with fewer, ``dialogue`` lines each pick a quote number.
+    A line's panel is not asked: it is the panel whose part of the chapter holds the quote."""
+    ids = panel_ids(panels)
+    first, last = units
+    unit_numbers = list(range(first, last + 1))
+    panel_parts = {
+        "shot": _enum(SHOTS),
+        "angle": _enum(ANGLES),
+        "characters": {"type": "array", "items": _enum(cast_ids), "maxItems": len(cast_ids)},
+        "action": _string(MAX_ACTION),
+        "expression": _string(MAX_EXPRESSION, 0),
+        "background": _string(MAX_BACKGROUND),
+        "lighting": _string(MAX_LIGHTING, 0),
+        "props": {"type": "array", "items": _string(MAX_PROP), "maxItems": MAX_PROPS},
+    }
+    defs: dict[str, Any] = {f"panel_{k}": v for k, v in panel_parts.items()}
+    defs["speaker"] = _enum([*cast_ids, NARRATOR])
+    defs["emotion"] = _enum(EMOTIONS)
+    defs["from"] = {"type": "integer", "enum": unit_numbers}
+    refs = {k: {"$ref": f"#/$defs/panel_{k}"} for k in panel_parts}
+    panel_items = [
+        _object(
+            {
+                "id": {"type": "string", "const": pid},
+                "from": {"type": "integer", "const": first} if j == 0 else {"$ref": "#/$defs/from"},
+                **refs,
+            }
+        )
+        for j, pid in enumerate(ids)
+    ]
+
+    def line(quote: dict[str, Any]) -> dict[str, Any]:
+        return _object(
+            {"quote": quote, "speaker": {"$ref": "#/$defs/speaker"}, "emotion": {"$ref": "#/$defs/emotion"}}
+        )
+
+    kept = len(lines) if dialogue >= len(lines) else dialogue
+    if dialogue >= len(lines):
+        quoted: dict[str, Any] = {
+            "type": "array",
+            "prefixItems": [line({"type": "integer", "const": n}) for n in lines],
+            "items": False,
+        }
+    else:
+        quoted = {"type": "array", "items": line({"type": "integer", "enum": list(lines)})}
+    quoted.update(minItems=kept, maxItems=kept)
+    caption = _object({"line": _string(MAX_LINE), "panel": _enum(ids)})
+    captions = dialogue - kept
+    schema = _object(
         {
-            "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": ID_PATTERN},
-            "name": _string(MAX_NAME),
-            "appearance": _string(MAX_APPEARANCE),
+            "title": _string(MAX_TITLE),
+            "panels": {
+                "type": "array",
+                "prefixItems": panel_items,
+                "items": False,
+                "minItems": panels,
+                "maxItems": panels,
+            },
+            "dialogue": quoted,
+            "captions": {"type": "array", "items": caption, "minItems": captions, "maxItems": captions},
         }
     )
-    return _object(
-        {"characters": {"type": "array", "items": character, "minItems": 1, "maxItems": max_characters}}
-    )
+    return {"$defs": defs, **schema}
 
 
 def panel_ids(panels: int) -> list[str]:

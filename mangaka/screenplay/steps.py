@@ -16,6 +16,16 @@ from ..llm.budget import json_token_budget
 from ..prompts import prompt
 from ..structured import Attempt, generate_json, json_path, model_problems
 from .bible import SeriesBible
+from .grounded import (
+    Grounding,
+    assemble_grounded,
+    cast_names,
+    grounded_problems,
+    name_problems,
+    quote_listing,
+    repair_grounded,
+    repair_ids,
+)
 from .models import (
     ANGLES,
     EMOTIONS,
@@ -35,7 +45,7 @@ from .models import (
 )
 from .repair import repair_cast, repair_script
 from .request import ScreenplayRequest
-from .schema import cast_call_schema, panel_ids, script_call_schema
+from .schema import cast_call_schema, grounded_script_call_schema, panel_ids, script_call_schema
 from .validate import cast_problems, validate_screenplay
 
 logger = logging.getLogger(__name__)
@@ -164,15 +174,23 @@ class Prompts:
     chapter: str
     plan: str = ""
     scene: str = ""  # a scene's place in the chapter and the story so far ("" for a whole chapter)
+    grounding: Grounding | None = None  # the part of the chapter's source map (grounded requests)
 
     @classmethod
-    def build(cls, request: ScreenplayRequest, chapter: str) -> Prompts:
+    def build(cls, request: ScreenplayRequest, chapter: str, grounding: Grounding | None = None) -> Prompts:
+        """The prompts of ``request`` on ``chapter``; a grounded request numbers the chapter's units
+        (``grounding``: the call's part of the chapter's map; default: all of ``chapter``)."""
         plang = request.prompt_language or PROMPT_LANGUAGE[request.language]
         language_name = LANGUAGE_NAMES[plang][request.language]
         system = prompt(
             "screenwriter/system", plang, style=request.style.strip(), language_name=language_name
         )
-        return cls(request, system, prompt("screenwriter/chapter", plang, chapter=chapter.strip()))
+        if request.grounded:
+            grounding = grounding or Grounding.of(chapter, request.language)
+            text = grounding.numbered_text()
+        else:
+            grounding, text = None, chapter.strip()
+        return cls(request, system, prompt("screenwriter/chapter", plang, chapter=text), grounding=grounding)
 
     @property
     def language(self) -> str:
@@ -215,17 +233,34 @@ class Budget:
     script: int
 
     @classmethod
-    def of(cls, request: ScreenplayRequest, *, cast_call: bool) -> Budget:
+    def of(cls, request: ScreenplayRequest, *, cast_call: bool, grounding: Grounding | None = None) -> Budget:
         longest_ids = [f"c{i}".ljust(32, "x") for i in range(request.max_characters)]
+        if request.grounded and grounding is not None:
+            script = grounded_script_call_schema(
+                longest_ids,
+                request.panels,
+                grounding.units,
+                [line.number for line in grounding.lines],
+                request.dialogue,
+            )
+        else:
+            script = script_call_schema(longest_ids, request.panels, request.dialogue)
         return cls(
             plan=request.think_tokens,
-            cast=json_token_budget(cast_call_schema(request.max_characters)) if cast_call else 0,
-            script=json_token_budget(script_call_schema(longest_ids, request.panels, request.dialogue)),
+            cast=cast_budget(request, grounding) if cast_call else 0,
+            script=json_token_budget(script),
         )
 
     @property
     def total(self) -> int:
         return self.plan + self.cast + self.script
+
+
+def cast_budget(request: ScreenplayRequest, grounding: Grounding | None = None) -> int:
+    """The cast call's worst-case tokens (names from ``grounding`` when the request is grounded)."""
+    if request.grounded and grounding is not None:
+        return json_token_budget(cast_call_schema(request.max_characters, *cast_names(grounding)))
+    return json_token_budget(cast_call_schema(request.max_characters))
 
 
 def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
@@ -276,14 +311,36 @@ def cast_step(
     task = cast_task(prompts)
     if bible:
         task += "\n\n" + prompts.task("cast_known", known=bible.listing())
+    names: list[str] = []
+    required: list[str] = []
+    if prompts.grounding is not None:
+        known = [n for c in bible.characters for n in (c.name, *c.aliases)] if bible else []
+        names, required = cast_names(prompts.grounding, known)
+        if not names:
+            logger.warning(
+                "screenplay cast: the chapter names nobody the rules recognise (speakers next to quotes, "
+                "names used again and again); the cast's names are the model's own"
+            )
+
+    def check(d: dict[str, Any]) -> list[str]:
+        found = cast_problems(d["characters"]) or model_problems(_Cast, d)
+        return found or (name_problems(d["characters"], names) if names else [])
+
+    schema = cast_call_schema(request.max_characters, names, required)
+
+    def repair(d: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        d, renamed = repair_ids(d) if names else (d, [])
+        d, more = repair_cast(d)
+        return d, renamed + more
+
     data, tries = generate_json(
         llm,
         prompts.messages(task),
-        cast_call_schema(request.max_characters),
-        repair=repair_cast,
-        validate=lambda d: cast_problems(d["characters"]) or model_problems(_Cast, d),
+        schema,
+        repair=repair,
+        validate=check,
         max_attempts=request.max_attempts,
-        max_tokens=budget,
+        max_tokens=max(budget, json_token_budget(schema)),
         sampling=request.sampling_settings,
         context=context,
         language=prompts.language,
@@ -296,6 +353,8 @@ def cast_step(
 
 
 def script_task(prompts: Prompts, cast: list[Character], panels: int, dialogue: int) -> str:
+    if prompts.grounding is not None:
+        return _grounded_task(prompts, cast, panels, dialogue)
     return prompts.task(
         "script",
         cast=cast_listing(cast),
@@ -311,8 +370,47 @@ def script_task(prompts: Prompts, cast: list[Character], panels: int, dialogue: 
     )
 
 
+def _grounded_task(prompts: Prompts, cast: list[Character], panels: int, dialogue: int) -> str:
+    grounding = prompts.grounding
+    assert grounding is not None
+    lines = len(grounding.lines)
+    first, last = grounding.units
+    return prompts.task(
+        "script_grounded",
+        cast=cast_listing(cast),
+        panels=panels,
+        panel_ids=", ".join(panel_ids(panels)),
+        units=f"[{first}]–[{last}]" if last > first else f"[{first}]",
+        quotes=quote_listing(grounding, cast, prompts.request.language),
+        lines=min(lines, dialogue),
+        total=lines,
+        captions=max(0, dialogue - lines),
+        emotions=", ".join(EMOTIONS),
+        shots=", ".join(SHOTS),
+        angles=", ".join(ANGLES),
+        max_title=MAX_TITLE,
+        max_line=MAX_LINE,
+        max_action=MAX_ACTION,
+    )
+
+
+def assemble(script: dict[str, Any], cast: list[Character], prompts: Prompts) -> Screenplay:
+    """The stored screenplay of a valid script reply of ``prompts``' call (grounded or free)."""
+    if prompts.grounding is not None:
+        return assemble_grounded(script, cast, prompts.request.language, prompts.grounding)
+    return assemble_screenplay(script, cast, prompts.request.language)
+
+
+def _grounded_repair(script: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    script, repairs = repair_script(script)
+    script, more = repair_grounded(script)
+    return script, repairs + more
+
+
 def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
     """The script call: exactly N lines and M panels under a schema built from ``cast``."""
+    if prompts.grounding is not None:
+        return _grounded_script_step(llm, prompts, cast, context)
     request = prompts.request
     cast_ids = [c.id for c in cast]
     schema = script_call_schema(cast_ids, request.panels, request.dialogue)
@@ -333,6 +431,42 @@ def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: Call
         prompts.messages(task),
         schema,
         repair=repair_script,
+        validate=check_script,
+        max_attempts=request.max_attempts,
+        max_tokens=json_token_budget(schema),
+        sampling=request.sampling_settings,
+        context=context,
+        language=prompts.language,
+        call="screenplay script",
+    )
+    return Step.of(script, tries)
+
+
+def _grounded_script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
+    """The script call of a grounded request: panels from units, the chapter's quoted lines, captions."""
+    request = prompts.request
+    grounding = prompts.grounding
+    assert grounding is not None
+    cast_ids = [c.id for c in cast]
+    numbers = [line.number for line in grounding.lines]
+    schema = grounded_script_call_schema(cast_ids, request.panels, grounding.units, numbers, request.dialogue)
+    task = script_task(prompts, cast, request.panels, request.dialogue)
+
+    def check_script(script: dict[str, Any]) -> list[str]:
+        problems = grounded_problems(script, grounding)
+        if problems:
+            return problems
+        try:
+            assembled = assemble_grounded(script, cast, request.language, grounding)
+        except ValidationError as e:  # cannot happen while the call schema matches the models
+            return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
+        return validate_screenplay(assembled.model_dump(mode="json"))
+
+    script, tries = generate_json(
+        llm,
+        prompts.messages(task),
+        schema,
+        repair=_grounded_repair,
         validate=check_script,
         max_attempts=request.max_attempts,
         max_tokens=json_token_budget(schema),

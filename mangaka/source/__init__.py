@@ -203,11 +203,22 @@ def source_map(text: str, language: str) -> SourceMap:
     )
     lines: list[SourceLine] = []
     for q in quotes:
-        parts = [p.strip() for p in balloon_parts(q.text.strip(), BALLOON_CHARS)]
+        parts = [p.strip() for p in balloon_parts(flat(q.text), BALLOON_CHARS)]
         parts = [p for p in parts if p]
         for k, part in enumerate(parts, 1):
             lines.append(SourceLine(len(lines) + 1, q.number, k, len(parts), part, q.unit))
     return SourceMap(text, language, tuple(paragraphs), units, quotes, tuple(lines), names)
+
+
+def flat(text: str) -> str:
+    """``text`` on one line, as a balloon letters it: a line break and the spaces around it become one
+    space, or nothing between two Chinese or Japanese characters; ends trimmed."""
+
+    def join(m: re.Match[str]) -> str:
+        a, b = m.string[m.start() - 1 : m.start()], m.string[m.end() : m.end() + 1]
+        return "" if _CJK.match(a) and _CJK.match(b) else " "
+
+    return re.sub(r"[ \t\u3000]*(?:\r\n|\r|\n)[ \t\u3000]*", join, text.strip())
 
 
 def _narration(text: str, spans: list[tuple[int, int]]) -> str:

@@ -1,0 +1,235 @@
+"""A screenplay tied to its chapter (``dialogue_from="chapter"``, the default): what the script
+and cast calls may say, and how their replies become a screenplay.
+
+The chapter's source map (``mangaka.source``) is read once per request; a call sees the part of
+it that its scene covers (``Grounding``: a range of units). By construction:
+
+- **dialogue** is the chapter's quoted lines, verbatim: the call's reply names each line by its
+  number (a ``const`` when every quoted line is kept, so the grammar writes them all, in order) and
+  gives only its speaker and emotion; the text comes from the map. The other lines are narrator
+  captions in the model's words. A long quote is several consecutive lines (``SourceLine``);
+- **panels** each start at a unit (``from``; the first panel at the scene's first unit), and each
+  draws the units up to the next panel's start: together the panels cover the scene, in order
+  (``Panel.source``). A quoted line goes to the panel whose units hold it;
+- **the cast** is the people the chapter names (``SourceMap.names``: the speakers its
+  attributions name, and the names it uses again and again), strongest first, at most
+  ``max_characters``: the grammar writes each name (a ``const``) and the model writes each one's
+  id and look. A series bible's entry is used for a name it knows. A chapter that names nobody the
+  rules recognise gets a cast in the model's own words (with a warning).
+
+Repairs (each logged as a repair of the call): panel starts that go back are sorted; lines chosen
+out of the chapter's order are sorted. Problems sent back to the model: a quoted line chosen twice,
+a name the chapter never uses (a server that ignores the schema's ``enum``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..names import fold, name_match
+from ..repair import Repair
+from ..source import SourceLine, SourceMap, source_map
+from .models import NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """The part of a chapter's source map that one call adapts: units ``first..last``."""
+
+    map: SourceMap
+    first: int
+    last: int
+
+    @classmethod
+    def of(cls, chapter: str, language: str) -> Grounding:
+        """The whole chapter (one call)."""
+        m = source_map(chapter, language)
+        return cls(m, 1, max(1, len(m.units)))
+
+    def scene(self, first_paragraph: int, last_paragraph: int) -> Grounding:
+        """The units of paragraphs ``first_paragraph..last_paragraph`` (a scene's)."""
+        first, last = self.map.units_of_paragraphs(first_paragraph, last_paragraph)
+        return Grounding(self.map, first, last)
+
+    @property
+    def units(self) -> tuple[int, int]:
+        return self.first, self.last
+
+    @property
+    def lines(self) -> list[SourceLine]:
+        return self.map.lines_in(self.first, self.last)
+
+    def numbered_text(self) -> str:
+        """The scene's text, each unit headed by its number: ``[3] Mei pushed open the door…``."""
+        return "\n\n".join(f"[{n}] {self.map.unit_text(n)}" for n in range(self.first, self.last + 1))
+
+
+# ---- the cast ----
+
+
+def cast_names(grounding: Grounding, known: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """The names a cast may use (the chapter's candidates, then ``known`` ones: a bible's names and
+    aliases) and the ones it lists (the chapter's candidates, strongest first); ``([], [])`` when
+    the chapter names nobody."""
+    candidates = [c.name for c in grounding.map.names]
+    return list(dict.fromkeys([*candidates, *known])), candidates
+
+
+def repair_ids(data: dict[str, Any]) -> tuple[dict[str, Any], list[Repair]]:
+    """A named character given the narrator's id gets an id of its own (``character_N``)."""
+    repairs, characters = [], []
+    for i, c in enumerate(data["characters"]):
+        if c["id"] == NARRATOR:
+            new = f"character_{i + 1}"
+            repairs.append(
+                Repair(f"characters[{i}].id", f"{NARRATOR!r} is reserved for captions; now {new!r}")
+            )
+            c = {**c, "id": new}
+        characters.append(c)
+    return {**data, "characters": characters}, repairs
+
+
+def name_problems(characters: list[dict[str, Any]], names: Sequence[str]) -> list[str]:
+    """A cast name the chapter (and the bible) never uses, naming the ones it does."""
+    allowed = {fold(n) for n in names}
+    return [
+        f"characters[{i}].name: {c['name']!r} is not a name this chapter uses; choose one of: "
+        + ", ".join(names)
+        for i, c in enumerate(characters)
+        if fold(c["name"]) not in allowed
+    ]
+
+
+# ---- the script ----
+
+
+def hint_id(hint: str | None, cast: Sequence[Character], language: str) -> str | None:
+    """The cast id of a speaker hint (a name from the text), or ``None``."""
+    if not hint:
+        return None
+    best = max(cast, key=lambda c: name_match(hint, [c.name], language), default=None)
+    return best.id if best is not None and name_match(hint, [best.name], language) else None
+
+
+def quote_listing(grounding: Grounding, cast: Sequence[Character], language: str) -> str:
+    """The quoted lines of the call, one per line: number, unit, the text's speaker hint, text."""
+    out = []
+    for line in grounding.lines:
+        quote = grounding.map.quotes[line.quote - 1]
+        who = hint_id(quote.hint, cast, language)
+        part = f", part {line.part} of {line.parts}" if line.parts > 1 else ""
+        hint = f", likely {who}" if who else ""
+        out.append(f"- {line.number} [{line.unit}{part}{hint}]: {line.text}")
+    return "\n".join(out) or "(none)"
+
+
+def panel_ranges(starts: Sequence[int], last: int) -> list[tuple[int, int]]:
+    """Each panel's units from the panels' (sorted) starts: up to the next start, the last to ``last``."""
+    ranges = []
+    for j, start in enumerate(starts):
+        end = last if j == len(starts) - 1 else max(start, starts[j + 1] - 1)
+        ranges.append((start, end))
+    return ranges
+
+
+def repair_grounded(script: dict[str, Any]) -> tuple[dict[str, Any], list[Repair]]:
+    """Panel starts in chapter order, quoted lines in chapter order (both sorted, never dropped)."""
+    repairs: list[Repair] = []
+    panels = script["panels"]
+    starts = [p["from"] for p in panels]
+    if starts != sorted(starts):
+        repairs.append(Repair("panels[].from", f"starts {starts} sorted into chapter order"))
+        panels = [{**p, "from": s} for p, s in zip(panels, sorted(starts), strict=True)]
+    lines = script["dialogue"]
+    numbers = [d["quote"] for d in lines]
+    if numbers != sorted(numbers):
+        repairs.append(Repair("dialogue[].quote", f"lines {numbers} sorted into the chapter's order"))
+        lines = sorted(lines, key=lambda d: d["quote"])
+    return {**script, "panels": panels, "dialogue": lines}, repairs
+
+
+def grounded_problems(script: dict[str, Any], grounding: Grounding) -> list[str]:
+    """What only the model can fix: a quoted line chosen twice (or one not in this part)."""
+    allowed = {line.number for line in grounding.lines}
+    problems, seen = [], set()
+    for i, d in enumerate(script["dialogue"]):
+        if d["quote"] not in allowed:
+            problems.append(f"dialogue[{i}].quote: {d['quote']} is not one of the quoted lines listed")
+        elif d["quote"] in seen:
+            problems.append(f"dialogue[{i}].quote: line {d['quote']} is already used; choose another one")
+        seen.add(d["quote"])
+    return problems
+
+
+def assemble_grounded(
+    script: dict[str, Any], cast: list[Character], language: str, grounding: Grounding
+) -> Screenplay:
+    """The stored screenplay from a valid grounded script reply: each panel's ``source`` from the
+    starts; each quoted line in the panel holding its unit (lines of one unit shared in order by
+    the panels that start there); captions first in their panel; ids in reading order."""
+    panels = script["panels"]
+    ranges = panel_ranges([p["from"] for p in panels], grounding.last)
+    by_number = {line.number: line for line in grounding.lines}
+    per_panel: list[list[tuple[str, Any]]] = [[] for _ in panels]
+    for caption in script["captions"]:
+        per_panel[[p["id"] for p in panels].index(caption["panel"])].append(("caption", caption))
+    quoted = script["dialogue"]
+    by_unit: dict[int, list[dict[str, Any]]] = {}
+    for d in quoted:
+        by_unit.setdefault(by_number[d["quote"]].unit, []).append(d)
+    floor = 0  # a later unit's lines never go to an earlier panel
+    for unit in sorted(by_unit):
+        holders = [j for j, (a, b) in enumerate(ranges) if a <= unit <= b and j >= floor]
+        holders = holders or [max(floor, max(j for j, (a, _) in enumerate(ranges) if a <= unit))]
+        group = by_unit[unit]
+        for k, d in enumerate(group):
+            j = holders[k * len(holders) // len(group)]
+            per_panel[j].append(("quote", d))
+            floor = j
+    lines: list[Line] = []
+    stored: list[Panel] = []
+    for j, p in enumerate(panels):
+        ids = []
+        for kind, item in sorted(per_panel[j], key=lambda x: x[0] != "caption"):
+            ids.append(f"d{len(lines) + 1}")
+            if kind == "caption":
+                lines.append(Line(id=ids[-1], speaker=NARRATOR, line=item["line"], emotion="narration"))
+            else:
+                source = by_number[item["quote"]]
+                lines.append(
+                    Line(
+                        id=ids[-1],
+                        speaker=item["speaker"],
+                        line=source.text,
+                        emotion=item["emotion"],
+                        quote=source.quote,
+                    )
+                )
+        stored.append(
+            Panel(
+                id=p["id"],
+                shot=p["shot"],
+                angle=p["angle"],
+                action=p["action"],
+                characters=list(dict.fromkeys(p["characters"])),
+                expression=p["expression"],
+                background=p["background"],
+                lighting=p["lighting"],
+                props=p["props"],
+                dialogue=ids,
+                source=list(ranges[j]),
+            )
+        )
+    return Screenplay(
+        version=SCREENPLAY_VERSION,
+        title=script["title"],
+        language=language,
+        characters=cast,
+        dialogue=lines,
+        panels=stored,
+    )

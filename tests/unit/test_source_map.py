@@ -1,0 +1,548 @@
+"""The source map of a chapter (``mangaka.source``): property tests on generated chapters, linear
+time, and examples.
+
+Generated chapters are built from paragraphs of Latin and CJK sentences, quotes with each
+language's marks (primary and fallback, ``QUOTE_MARKS``), attributions, apostrophes (``don't``,
+``don’t``), unbalanced marks, blank lines, runs of blank lines, ``\\r\\n`` and ``\\r`` line
+endings and lines of spaces or U+3000. On any of them the units tile the chapter, each quote lies
+in its unit, the balloon lines of a quote are the quote, cut at sentence ends where it has them,
+and a chapter's line endings do not change what it says. On well-formed chapters (balanced marks
+of one set, nothing between them that is a mark) every quote is found, exactly.
+
+Linear time is shown as a ratio of CPU times at n and 4n characters (``tests/growth.py``), with
+an absolute bound only as a backstop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from mangaka.screenplay.models import MAX_LINE
+from mangaka.source import (
+    BALLOON_CHARS,
+    MAX_QUOTE_CHARS,
+    MAX_UNIT_CHARS,
+    MAX_UNIT_CJK_CHARS,
+    QUOTE_MARKS,
+    SourceMap,
+    find_quote_spans,
+    source_map,
+)
+from tests.growth import cpu_seconds_per_call
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "prompts" / "samples" / "demo_chapter.en.txt"
+
+BOUNDED = settings(
+    deadline=None,  # every chapter is small; time is asserted below, as a ratio of CPU times
+    database=None,  # nothing written into the checkout
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+LANGUAGES = ("en", "zh", "ja")
+ALL_MARKS = {lang: [m for group in QUOTE_MARKS[lang] for m in group] for lang in LANGUAGES}
+MARK_CHARS = {lang: {c for m in ALL_MARKS[lang] for c in (m.opener, m.closer)} for lang in LANGUAGES}
+# A sentence end, as the spec means it: end punctuation, closing marks, the spaces after.
+SENTENCE_END = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")
+ENDS_A_SENTENCE = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*$")
+
+
+def squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def lines_of(text: str) -> str:
+    """``text`` with every line break as ``\\n``."""
+    return re.sub(r"\r\n|\r", "\n", text)
+
+
+# ------------------------------------------------------------------ generated chapters
+
+LATIN = ["rain", "lantern", "Mei", "Tobias", "door", "old", "man", "the", "a", "shop", "tea", "Kiri"]
+LATIN_APOSTROPHES = ["don't", "don’t", "we're", "it’s", "Mei's", "o'clock"]
+CJK_ZH = ["雨", "灯笼", "沈青衣", "老周", "推开", "门", "茶", "低头", "看着", "窗外", "他"]
+CJK_JA = ["雨", "ハルト", "は", "窓", "の", "外", "を", "見た", "ユイ", "が", "静か", "です"]
+ENDS_LATIN = [".", ".", "!", "?", "...", "?!", "…", ""]
+ENDS_CJK = ["。", "。", "！", "？", "……", "…", ""]
+CLAUSE = {"en": [", ", "; ", " "], "zh": ["，", "、", ""], "ja": ["、", ""]}
+ATTRIBUTIONS = {
+    "en": ["", " said Mei.", ", Tobias said.", " he said quietly.", " said the old man."],
+    "zh": ["", "沈青衣说。", "老周道：", "他低声说。"],
+    "ja": ["", "とハルトが言った。", "とユイは言った。"],
+}
+SPACE = {"en": " ", "zh": "", "ja": ""}
+# Between paragraphs, or lines: line breaks of each kind, blank lines, runs of them, blank lines
+# holding spaces or U+3000.
+BREAKS = [
+    "\n",
+    "\r\n",
+    "\r",
+    "\n\n",
+    "\r\n\r\n",
+    "\r\r",
+    "\n\n\n\n",
+    "\r\n\r\n\r\n",
+    "\n \n",
+    "\n\u3000\n",
+    "\r\n  \u3000\r\n",
+    "\n\t\n\n",
+]
+
+
+def words(lang: str, apostrophes: bool) -> list[str]:
+    if lang == "en":
+        return LATIN + (LATIN_APOSTROPHES if apostrophes else [])
+    return (CJK_ZH if lang == "zh" else CJK_JA) + ["Mei", "rain"]
+
+
+@st.composite
+def sentence(draw, lang: str, apostrophes: bool = True) -> str:
+    """A sentence of the language: words (Latin ones spaced), clause marks, an end (maybe none)."""
+    latin = lang == "en" or draw(st.integers(0, 9)) == 0
+    pool = words("en", apostrophes) if latin else words(lang, apostrophes)
+    ws = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=12))
+    glue = " " if latin else ""
+    clauses = [glue.join(ws[i : i + 4]) for i in range(0, len(ws), 4)]
+    text = draw(st.sampled_from(CLAUSE["en" if latin else lang])).join(clauses)
+    return text + draw(st.sampled_from(ENDS_LATIN if latin else ENDS_CJK))
+
+
+@st.composite
+def quote_content(draw, lang: str, apostrophes: bool = True) -> str:
+    """What a quote says: one sentence to many (longer than a balloon), maybe spaces at its ends,
+    maybe a single line break inside (never a blank line)."""
+    sentences = draw(st.lists(sentence(lang, apostrophes), min_size=1, max_size=14))
+    text = SPACE[lang].join(sentences)
+    if draw(st.booleans()) and len(text) > 4:
+        k = draw(st.integers(1, len(text) - 1))
+        text = text[:k] + draw(st.sampled_from(["\n", "\r\n", "\r"])) + text[k:]
+    lead, tail = draw(st.sampled_from(["", "", " "])), draw(st.sampled_from(["", "", " "]))
+    return lead + text + tail
+
+
+@dataclass
+class Chapter:
+    """A chapter built piece by piece, the spans of the quotes it was built with kept."""
+
+    text: str = ""
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, piece: str) -> None:
+        self.text += piece
+
+    def quote(self, opener: str, content: str, closer: str) -> None:
+        self.text += opener
+        self.spans.append((len(self.text), len(self.text) + len(content)))
+        self.text += content + closer
+
+
+@st.composite
+def any_chapter(draw, lang: str) -> str:
+    """A chapter of the language: any mix of marks (both sets), stray marks, attributions."""
+    marks = ALL_MARKS[lang]
+    chapter = Chapter()
+    chapter.add(draw(st.sampled_from(["", "", " ", "\n", "\u3000\u3000", "\r\n \r\n"])))
+    for p in range(draw(st.integers(1, 7))):
+        if p:
+            chapter.add(draw(st.sampled_from(BREAKS)))
+            if draw(st.integers(0, 5)) == 0:
+                chapter.add(draw(st.sampled_from(["  ", "\u3000", " \u3000 "])))
+        for s in range(draw(st.integers(1, 6))):
+            if s:
+                chapter.add(SPACE[lang])
+            kind = draw(st.integers(0, 9))
+            if kind <= 3:
+                chapter.add(draw(sentence(lang)))
+            elif kind <= 7:
+                m = draw(st.sampled_from(marks))
+                chapter.quote(m.opener, draw(quote_content(lang)), m.closer)
+                chapter.add(draw(st.sampled_from(ATTRIBUTIONS[lang])))
+            elif kind == 8:  # a stray mark
+                chapter.add(draw(st.sampled_from(sorted(MARK_CHARS[lang]))))
+            else:  # a lone line break inside the paragraph
+                chapter.add(draw(st.sampled_from(["\n", "\r\n", "\r"])))
+    chapter.add(draw(st.sampled_from(["", "", "\n", " \n\n", "\u3000"])))
+    return chapter.text
+
+
+@st.composite
+def well_formed_chapter(draw, lang: str) -> tuple[str, list[tuple[int, int]]]:
+    """A chapter whose quotes all use one set of marks (the primary set, or the fallback set and
+    no primary mark anywhere), balanced, with no mark of the language inside a quote or in the
+    narration (a single quote's apostrophe inside a word is no mark). Its quote spans, as built."""
+    primary, fallback = QUOTE_MARKS[lang]
+    marks = draw(st.sampled_from([primary, fallback]))
+    # English single quotes need a word boundary on their outer sides; a space is one.
+    gap = " " if lang == "en" else ""
+    chapter = Chapter()
+    for p in range(draw(st.integers(1, 6))):
+        if p:
+            chapter.add(draw(st.sampled_from(BREAKS)))
+        for s in range(draw(st.integers(1, 5))):
+            if s:
+                chapter.add(SPACE[lang])
+            if draw(st.booleans()):
+                chapter.add(draw(sentence(lang)) + gap)
+            else:
+                m = draw(st.sampled_from(marks))
+                content = draw(quote_content(lang, apostrophes=lang == "en"))
+                content = content if content.strip() else "x"
+                chapter.quote(m.opener, content, m.closer)
+                chapter.add(draw(st.sampled_from(ATTRIBUTIONS[lang])) + gap)
+    assert all(len(lines_of(chapter.text[a:b])) <= MAX_QUOTE_CHARS for a, b in chapter.spans)
+    return chapter.text, chapter.spans
+
+
+LANGUAGE_CHAPTERS = st.sampled_from(LANGUAGES).flatmap(lambda lang: st.tuples(st.just(lang), any_chapter(lang)))
+
+
+# ------------------------------------------------------------------ what every source map keeps
+
+
+def check_units(sm: SourceMap) -> None:
+    text, units = sm.text, sm.units
+    if not text.strip():
+        assert units == ()
+        return
+    assert units[0].start == 0
+    assert units[-1].end == len(text)
+    assert [u.number for u in units] == list(range(1, len(units) + 1))
+    for u, v in pairwise(units):
+        assert u.end == v.start
+        assert u.paragraph <= v.paragraph
+    assert all(u.start < u.end for u in units)  # so every character lies in exactly one unit
+    # units_of_paragraphs and unit_at agree with the units
+    assert sorted({u.paragraph for u in units}) == list(range(len(sm.paragraphs)))
+    for index in range(len(sm.paragraphs)):
+        mine = [u.number for u in units if u.paragraph == index]
+        assert sm.units_of_paragraphs(index, index) == (mine[0], mine[-1])
+        p = sm.paragraphs[index]
+        assert sm.unit_at(p.start) == mine[0]
+        assert text[p.start : p.end].strip()
+    assert sm.units_of_paragraphs(0, len(sm.paragraphs) - 1) == (1, len(units))
+    for u in units:
+        for position in {u.start, (u.start + u.end) // 2, u.end - 1}:
+            assert sm.unit_at(position) == u.number
+
+
+def check_quotes(sm: SourceMap) -> None:
+    text = sm.text
+    assert [q.number for q in sm.quotes] == list(range(1, len(sm.quotes) + 1))
+    assert [(q.start, q.end) for q in sm.quotes] == find_quote_spans(text, sm.language)
+    for q in sm.quotes:
+        assert q.text == text[q.start : q.end]
+        assert q.text.strip()
+        assert text[q.start - 1] in MARK_CHARS[sm.language]  # the opening mark, just before
+        assert text[q.end] in MARK_CHARS[sm.language]  # the closing mark, just after
+        unit = sm.units[q.unit - 1]
+        assert unit.start <= q.start and q.end <= unit.end
+        assert sm.unit_at(q.start) == q.unit
+        # No unit starts between a quote's opening mark and its closing mark (both kept with it).
+        assert not any(q.start - 1 < u.start <= q.end for u in sm.units)
+    for q, r in pairwise(sm.quotes):
+        assert q.end < r.start  # in text order, not overlapping (a mark between)
+
+
+def check_lines(sm: SourceMap) -> None:
+    lines = sm.lines
+    assert [line.number for line in lines] == list(range(1, len(lines) + 1))
+    assert all(0 < len(line.text) <= BALLOON_CHARS and line.text == line.text.strip() for line in lines)
+    for q in sm.quotes:
+        parts = [line for line in lines if line.quote == q.number]
+        assert parts, f"quote {q.number} has no line"
+        assert [p.part for p in parts] == list(range(1, len(parts) + 1))
+        assert {p.parts for p in parts} == {len(parts)}
+        assert {p.unit for p in parts} == {q.unit}
+        assert [p.number for p in parts] == list(range(parts[0].number, parts[0].number + len(parts)))
+        # Nothing dropped: the parts are the quote, up to whitespace.
+        assert squeeze("".join(p.text for p in parts)) == squeeze(q.text)
+        check_sentence_cuts(q.text.strip(), [p.text for p in parts])
+    assert [line.quote for line in lines] == sorted(line.quote for line in lines)
+
+
+def check_sentence_cuts(said: str, parts: list[str]) -> None:
+    """Each part but the last ends at a sentence end when the quote, from where the part starts,
+    has a sentence end that fits in a balloon (with text after it)."""
+    pos = prev_end = 0
+    for k, part in enumerate(parts):
+        i = said.index(part, pos)
+        if k < len(parts) - 1:
+            # The part's balloon starts at or before i (after the cut before it, prev_end at least).
+            window = said[i : prev_end + BALLOON_CHARS + 1]
+            fits = [m for m in SENTENCE_END.finditer(window) if 0 < m.end() < len(window)]
+            if fits:
+                assert ENDS_A_SENTENCE.search(part), f"part {k + 1} {part!r} not cut at a sentence end"
+        pos = prev_end = i + len(part)
+
+
+def check_names(sm: SourceMap) -> None:
+    flat = re.sub(r"\s+", " ", sm.text).lower()
+    names = [c.name for c in sm.names]
+    assert len(set(names)) == len(names)
+    for name in names:
+        assert name.lower() in flat
+    for q in sm.quotes:
+        assert q.hint is None or q.hint.lower() in flat
+        assert not q.attributed or q.hint is not None
+
+
+def check_map(text: str, lang: str) -> SourceMap:
+    sm = source_map(text, lang)
+    assert sm.text == text and sm.language == lang
+    check_units(sm)
+    check_quotes(sm)
+    check_lines(sm)
+    check_names(sm)
+    return sm
+
+
+# ------------------------------------------------------------------ properties
+
+
+def test_a_balloon_is_the_screenplays_line():
+    assert BALLOON_CHARS == MAX_LINE
+
+
+@settings(BOUNDED, max_examples=250)
+@given(LANGUAGE_CHAPTERS)
+@example(("en", 'He said "a\r\nb" and left.\r\nNext line.'))
+@example(("en", "\u3000\r\n\r\n \n"))
+@example(("ja", "「雨だね。\r\n」とユイが言った。"))
+def test_any_chapter_gives_a_consistent_map(case):
+    lang, text = case
+    check_map(text, lang)
+
+
+@settings(BOUNDED, max_examples=150)
+@given(LANGUAGE_CHAPTERS)
+@example(("en", 'One.\r\n"Two\r\nthree," said Mei.\r\nFour.'))
+@example(("zh", "雨。\r\n“你来了，\r\n”沈青衣说。"))
+def test_line_endings_do_not_change_the_map(case):
+    """``\\r\\n`` and ``\\r`` are line breaks like ``\\n``: one of them is no blank line."""
+    lang, text = case
+    a, b = source_map(text, lang), source_map(lines_of(text), lang)
+    assert len(a.paragraphs) == len(b.paragraphs)
+    assert [lines_of(q.text) for q in a.quotes] == [q.text for q in b.quotes]
+    assert [q.hint for q in a.quotes] == [q.hint for q in b.quotes]
+    assert [squeeze(line.text) for line in a.lines] == [squeeze(line.text) for line in b.lines]
+
+
+@settings(BOUNDED, max_examples=250)
+@given(st.sampled_from(LANGUAGES).flatmap(lambda lang: st.tuples(st.just(lang), well_formed_chapter(lang))))
+@example(("zh", ("他说：‘你好，’他低头。‘走吧。’", [(4, 7), (12, 15)])))
+@example(("en", ("‘I don’t know,’ said Mei. ‘It’s late.’", [(1, 14), (27, 37)])))
+@example(("en", ("'We're closed,' said Mei. 'Don't.'", [(1, 14), (27, 33)])))
+def test_well_formed_chapters_give_back_their_quotes(case):
+    lang, (text, spans) = case
+    assert find_quote_spans(text, lang) == spans
+    sm = check_map(text, lang)
+    assert len(sm.quotes) == len(spans)
+
+
+def long_paragraph(lang: str) -> st.SearchStrategy[str]:
+    """A paragraph of narration sentences (each ending a sentence) and quotes between them, longer
+    than a unit: it has sentence ends outside quotes every few hundred characters."""
+    marks = ALL_MARKS[lang][:2]
+    glue = SPACE[lang]
+
+    @st.composite
+    def build(draw) -> str:
+        pieces = []
+        for _ in range(draw(st.integers(4, 24))):
+            pieces.append(draw(sentence(lang)).rstrip(".!?。！？…") + ("." if lang == "en" else "。"))
+            if draw(st.booleans()):
+                m = draw(st.sampled_from(marks))
+                said = draw(quote_content(lang).filter(lambda s: len(s) < 200 and s.strip()))
+                lead = draw(st.sampled_from(["", " ", "\n"])) if lang == "en" else ""
+                pieces.append(m.opener + lead + said + m.closer + draw(st.sampled_from(ATTRIBUTIONS[lang])))
+        text = glue.join(pieces)
+        limit = MAX_UNIT_CHARS if lang == "en" else MAX_UNIT_CJK_CHARS
+        while len(text) <= limit + 300:
+            text = text + glue + text
+        return text
+
+    return build()
+
+
+@settings(BOUNDED, max_examples=60)
+@given(
+    st.sampled_from(LANGUAGES).flatmap(lambda lang: st.tuples(st.just(lang), long_paragraph(lang))),
+    st.sampled_from(["", "Before.\n\n", "前。\r\n\r\n"]),
+)
+@example(("en", "A b c d e f g h. " * 70 + 'He left." Go away now, and never come back here," she said. ' * 3), "")
+@example(("en", "A b c d e f g h. " * 70 + 'He left."Go away now, and never come back here," she said. ' * 3), "")
+def test_a_long_paragraph_is_cut_into_units_at_sentence_ends_outside_quotes(case, before):
+    lang, paragraph = case
+    text = before + paragraph + "\n\nAfter."
+    sm = check_map(text, lang)
+    cjk = sum(1 for c in text if "\u3040" <= c <= "\u9fff") * 2 > len(text.strip())
+    limit = MAX_UNIT_CJK_CHARS if cjk else MAX_UNIT_CHARS
+    p = next(p for p in sm.paragraphs if p.end - p.start > limit)
+    index = sm.paragraphs.index(p)
+    mine = [u for u in sm.units if u.paragraph == index]
+    assert len(mine) >= 2
+    for u in mine[1:]:  # each cut right after a sentence end, never inside a quote (check_quotes)
+        assert SENTENCE_END.search(text[max(p.start, u.start - 4) : u.start + 1])
+    assert sm.units_of_paragraphs(index, index) == (mine[0].number, mine[-1].number)
+
+
+# ------------------------------------------------------------------ linear time
+
+NAMES_EN = [a + b + c for a in "BCDFGHJKLMNPRSTVWZ" for b in "aeiou" for c in "bdgklmnprstvz"]
+SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏"
+GIVEN = "一二三四五六七八九十百千万甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉戌亥"
+NAMES_ZH = [s + g for s in SURNAMES for g in GIVEN]
+NAMES_JA = [a + b for a in "山川田中木林森石岡村松竹梅桜花鳥風月星空海" for b in "一二三四五六七八九十百千万"]
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s*\n\s*", " ", text)
+
+
+# (language, the chapter's text at n characters): every chapter on ONE line (no line break, so
+# one paragraph), n = 15,000 and 60,000. Shapes that once took time quadratic in the chapter:
+# a name searched from each quote through the whole paragraph, each name checked against every
+# other, each candidate searched for through the whole narration, each stray single quote
+# searching on for a thousand characters.
+SHAPES = {
+    "the demo chapter, on one line, again and again": ("en", lambda n: _one_line(DEMO.read_text()) * 200),
+    "quotes, the names only at the end": (
+        "en",
+        lambda n: '"We are closed." ' * (n // 17) + "Later Mei met Tobias, and Tobias met Mei.",
+    ),
+    "quotes and a thousand names, each three times": (
+        "en",
+        lambda n: " ".join(f'"Hi." The man saw {c} and {c} and {c} there.' for c in NAMES_EN),
+    ),
+    "quotes and attributions, every one a new name": (
+        "en",
+        lambda n: " ".join(f'"Hi," said {c}. "Go," said {c}.' for c in NAMES_EN * 2),
+    ),
+    "Chinese: clauses opened by a thousand names": (
+        "zh",
+        lambda n: "".join(f"，{c}走了。“你好。”" for c in NAMES_ZH * 3),
+    ),
+    "Chinese: attributions, every one a new name": (
+        "zh",
+        lambda n: "".join(f"“好。”{c}说。" for c in NAMES_ZH * 3),
+    ),
+    "Japanese: attributions, every one a new name": (
+        "ja",
+        lambda n: "".join(f"「はい。」と{c}が言った。{c}は笑った。" for c in NAMES_JA * 20),
+    ),
+    "unbalanced: opening marks only": ("en", lambda n: "He said “wait and went. " * (n // 20)),
+    "unbalanced: closing marks only": ("zh", lambda n: "他说完了”」』走了。" * (n // 10)),
+    "unbalanced: every mark, none closed": ("zh", lambda n: "“甲「乙『丙‘丁 " * (n // 8)),
+    "unbalanced: straight single quotes that open and never close": ("en", lambda n: " 'em " * (n // 5)),
+    "unbalanced: curly single quotes that open and never close": ("en", lambda n: " ‘tis" * (n // 5)),
+    "Japanese: opening marks only": ("ja", lambda n: "「雨『風“光。" * (n // 7)),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_source_map_time_is_linear_in_the_chapter(shape):
+    lang, make = SHAPES[shape]
+    n = 15_000
+    chapters = {k: make(k)[:k] for k in (n, 4 * n)}
+    assert all(len(c) == k and "\n" not in c for k, c in chapters.items())
+    build = source_map.__wrapped__  # not the cache
+    small = large = float("inf")
+    for _ in range(3):
+        small = min(small, cpu_seconds_per_call(lambda: build(chapters[n], lang)))
+        large = min(large, cpu_seconds_per_call(lambda: build(chapters[4 * n], lang)))
+    # Linear work gives 4x; quadratic 16x.
+    assert large < 8 * small + 0.005, f"{small * 1e3:.1f} ms at {n}, {large * 1e3:.1f} ms at {4 * n}"
+    assert large < 0.5, f"{large * 1e3:.0f} ms for {4 * n} characters"
+    check_map(chapters[4 * n], lang)
+
+
+# ------------------------------------------------------------------ examples
+
+
+def hints(text: str, lang: str) -> list[tuple[str, str | None]]:
+    return [(q.text, q.hint) for q in source_map(text, lang).quotes]
+
+
+def test_english_attributions_give_the_hint():
+    assert hints('"We\'re closed," Mei said, pointing at the door.', "en") == [("We're closed,", "Mei")]
+    assert hints('"We\'re closed," said Tobias from behind the counter.', "en") == [
+        ("We're closed,", "Tobias")
+    ]
+    sm = source_map('"We\'re closed," said a voice. "Open," said Tobias.', "en")
+    assert [(q.hint, q.attributed) for q in sm.quotes] == [(None, False), ("Tobias", True)]
+
+
+def test_the_demo_chapter():
+    sm = check_map(DEMO.read_text(encoding="utf-8"), "en")
+    assert len(sm.quotes) == 6
+    assert [q.text for q in sm.quotes][:2] == ["We're closed,", "The sign says open,"]
+    assert {c.name for c in sm.names} == {"Mei", "the old man"}
+    assert sm.quotes[1].hint == "Mei" and sm.quotes[1].attributed
+    assert sm.quotes[2].hint == "the old man"
+
+
+def test_chinese_attribution_after_the_quote():
+    sm = check_map("雨停了。\n\n“你来了，”沈青衣说，“坐吧。”", "zh")
+    assert [(q.text, q.hint, q.attributed) for q in sm.quotes] == [
+        ("你来了，", "沈青衣", True),
+        ("坐吧。", "沈青衣", True),
+    ]
+    assert sm.names[0].name == "沈青衣"
+
+
+def test_japanese_hint_from_the_paragraph_before():
+    text = "ハルトは窓の外を見ていた。ハルトは黙っていた。\n\n「雨だね。」\n\n「そうだね。」とユイが言った。"
+    sm = check_map(text, "ja")
+    assert sm.quotes[0].unit == 2
+    assert [(q.text, q.hint, q.attributed) for q in sm.quotes] == [
+        ("雨だね。", "ハルト", False),
+        ("そうだね。", "ユイ", True),
+    ]
+
+
+def test_english_single_quotes_when_there_is_no_double_quote():
+    text = "‘I don’t know,’ said Mei. ‘It’s late.’\n\nThe old man’s shop was dark.\n\n‘Don’t go.’"
+    sm = check_map(text, "en")
+    assert [q.text for q in sm.quotes] == ["I don’t know,", "It’s late.", "Don’t go."]
+    assert sm.quotes[0].hint == "Mei"
+    straight = text.replace("‘", "'").replace("’", "'")
+    assert find_quote_spans(straight, "en") == find_quote_spans(text, "en")
+    # A double quote anywhere: the single quotes are no quotes.
+    assert [q.text for q in source_map(text + '\n\n"Wait."', "en").quotes] == ["Wait."]
+
+
+def test_chinese_fallback_marks():
+    sm = check_map("雨停了。\n\n『你来了。』沈青衣说。\n\n『坐吧。』", "zh")
+    assert [q.text for q in sm.quotes] == ["你来了。", "坐吧。"]
+    assert sm.quotes[0].hint == "沈青衣"
+    # Single curly quotes, as Chinese sets them: right after a character, a character right after.
+    assert find_quote_spans("他说：‘你好，’他低头。‘走吧。’", "zh") == [(4, 7), (12, 15)]
+    assert find_quote_spans("书名是《雨夜》。", "zh") == []
+
+
+def test_japanese_fallback_marks():
+    assert [q.text for q in source_map("“雨だね。”とユイが言った。", "ja").quotes] == ["雨だね。"]
+
+
+def test_a_chapter_without_marks_has_units_and_no_quotes():
+    text = "Rain fell on the lane.\n\nMei opened the door.\n\nNothing else happened."
+    sm = check_map(text, "en")
+    assert sm.quotes == () and sm.lines == ()
+    assert len(sm.units) == 3
+    assert [sm.unit_text(u.number) for u in sm.units][0] == "Rain fell on the lane."
+
+
+def test_crlf_lines_are_lines_not_paragraphs():
+    text = 'Rain fell.\r\n"Wait,\r\nplease," Mei said.\r\nShe left.'
+    sm = check_map(text, "en")
+    assert [q.text for q in sm.quotes] == ["Wait,\r\nplease,"]
+    assert len(sm.paragraphs) == 3
+    assert len(check_map("One.\r\n\r\nTwo.\r\nThree.", "en").paragraphs) == 2

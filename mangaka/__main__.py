@@ -40,7 +40,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
     from .llm.base import PRESETS
     from .llm.decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD
     from .screenplay.models import MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
-    from .screenplay.request import DEFAULT_SAMPLING, MAX_ATTEMPTS, PROMPT_LANGUAGES
+    from .screenplay.request import DEFAULT_SAMPLING, DIALOGUE_FROM, MAX_ATTEMPTS, PROMPT_LANGUAGES
     from .screenplay.scenes import DEFAULT_SCENE_CHARS
 
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
@@ -79,6 +79,14 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
         type=_count,
         default=8,
         help=f"dialogue lines, 0 to {MAX_DIALOGUE}, or auto (from the chapter's quoted lines)",
+    )
+    p.add_argument(
+        "--dialogue-from",
+        choices=DIALOGUE_FROM,
+        default="chapter",
+        help="chapter (default): every line is one of the chapter's quoted lines, verbatim, or a "
+        "narrator caption, panels record the paragraphs they draw, the cast is the people the chapter "
+        "names; free: lines in the model's own words (for a chapter without quote marks)",
     )
     p.add_argument(
         "--scene-chars",

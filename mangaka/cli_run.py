@@ -57,6 +57,7 @@ REQUEST_FLAGS = {
     "language": "--language",
     "prompt_language": "--prompt-language",
     "scene_chars": "--scene-chars",
+    "dialogue_from": "--dialogue-from",
 }
 LOAD_FLAGS = {
     "context (n_ctx)": "--ctx",
@@ -89,6 +90,7 @@ def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
             think_tokens=args.think,
             prompt_language=getattr(args, "prompt_language", None),
             scene_chars=getattr(args, "scene_chars", DEFAULT_SCENE_CHARS),
+            dialogue_from=getattr(args, "dialogue_from", "chapter"),
         )
     except InputError as exc:
         raise _as_option(exc, REQUEST_FLAGS) from None
@@ -380,10 +382,10 @@ def save_storyboard(screenplay: Screenplay, output: Path) -> list[Path]:
 
 def log_dialogue_kept(chapter: str, screenplay: Screenplay, what: str) -> None:
     """How many of the chapter's quoted lines ``screenplay`` kept, and a warning when few."""
-    from .evaluate import dialogue_kept
+    from .evaluate import dialogue_kept, fidelity_report
 
     kept = dialogue_kept(chapter, screenplay)
-    log.info("%s: %s", what, kept.message)
+    log.info("%s: %s", what, fidelity_report(chapter, screenplay))
     if kept.warning:
         log.warning("%s: %s", what, kept.warning)
 

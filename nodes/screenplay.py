@@ -8,7 +8,7 @@ import logging
 from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
-from ..mangaka.evaluate import dialogue_kept
+from ..mangaka.evaluate import dialogue_kept, fidelity_report
 from ..mangaka.llm.base import PRESETS
 from ..mangaka.llm.inprocess import release_if_asked
 from ..mangaka.screenplay import SeriesBible, write_screenplay
@@ -25,6 +25,11 @@ SCREENPLAY = io.Custom("MANGAKA_SCREENPLAY")
 MAX_CHAPTER = 9999
 # off: the panels and dialogue_lines widgets; else counted from the chapter (screenplay/scenes.py).
 AUTO_COUNTS = ("off", "panels", "panels and lines")
+
+
+# The dialogue widget's choices → ScreenplayRequest.dialogue_from.
+DIALOGUE_CHOICES = {"from the chapter": "chapter", "free": "free"}
+DIALOGUE_DEFAULT = "from the chapter"
 
 
 class Screenwriter(io.ComfyNode):
@@ -94,6 +99,16 @@ class Screenwriter(io.ComfyNode):
                     tooltip="This chapter's number in the book (Split Chapters' numbers): the bible "
                     "output records new characters as first seen here",
                 ),
+                io.Combo.Input(
+                    "dialogue",
+                    options=list(DIALOGUE_CHOICES),
+                    default=DIALOGUE_DEFAULT,
+                    optional=True,
+                    tooltip="from the chapter: every line is one of the chapter's quoted lines, verbatim "
+                    "(a long one over several balloons), or a narrator caption; panels record the "
+                    "paragraphs they draw and the cast is the people the chapter names. free: lines in the "
+                    "model's own words (for a chapter that does not mark speech with quote marks)",
+                ),
             ],
             outputs=[
                 SCREENPLAY.Output(display_name="screenplay"),
@@ -126,6 +141,7 @@ class Screenwriter(io.ComfyNode):
         bible: str | None = None,
         bible_file: str | None = None,
         auto_counts: str | None = None,
+        dialogue: str | None = None,
         **_kw,
     ) -> bool | str:
         # Widget values arrive here; a linked input is None until it runs.
@@ -134,7 +150,9 @@ class Screenwriter(io.ComfyNode):
                 check_chapter(chapter, "the chapter")
             values = (language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts)
             if all(v is not None for v in values):
-                _request(*values, think_tokens or 0, auto_counts or AUTO_COUNTS[0])
+                _request(
+                    *values, think_tokens or 0, auto_counts or AUTO_COUNTS[0], dialogue or DIALOGUE_DEFAULT
+                )
         except InputError as exc:
             return f"Screenwriter: {exc}"
         if problem := series_bible_problem(bible, bible_file):
@@ -158,11 +176,12 @@ class Screenwriter(io.ComfyNode):
         bible_file: str | None = None,
         chapter_number: int = 1,
         auto_counts: str = AUTO_COUNTS[0],
+        dialogue: str = "from the chapter",
     ) -> io.NodeOutput:
         memory.check_hooks()  # the LLM loads here again after a release: its room asked for
         request = _request(
             language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens,
-            auto_counts,
+            auto_counts, dialogue,
         )  # fmt: skip
         series = read_series_bible(bible, bible_file)
         try:
@@ -180,7 +199,7 @@ class Screenwriter(io.ComfyNode):
         data = result.screenplay.model_dump(mode="json")
         text = json.dumps(data, ensure_ascii=False, indent=2)
         kept = dialogue_kept(chapter, result.screenplay)
-        report = f"{result.report()}\n{kept.message}"
+        report = f"{result.report()}\n{fidelity_report(chapter, result.screenplay)}"
         if warning := kept.advice("dialogue_lines"):
             log.warning("Screenwriter: %s", warning)
             report += f"\nwarning: {warning}"
@@ -198,10 +217,13 @@ def _request(
     max_attempts: int,
     think_tokens: int,
     auto_counts: str = "off",
+    dialogue: str = "from the chapter",
 ) -> ScreenplayRequest:
     """The node's widgets as a checked request; a message names the widget, not the engine's field."""
     if auto_counts not in AUTO_COUNTS:
         raise InputError(f"auto_counts {auto_counts!r} is not one of: {', '.join(AUTO_COUNTS)}")
+    if dialogue not in DIALOGUE_CHOICES:
+        raise InputError(f"dialogue {dialogue!r} is not one of: {', '.join(DIALOGUE_CHOICES)}")
     try:
         return ScreenplayRequest(
             language=language,
@@ -212,6 +234,7 @@ def _request(
             seed=seed,
             max_attempts=max_attempts,
             think_tokens=think_tokens,
+            dialogue_from=DIALOGUE_CHOICES[dialogue],
         )
     except InputError as exc:
         text = str(exc)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from ..chapters import Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
-from ..evaluate import dialogue_kept
+from ..evaluate import dialogue_kept, fidelity_report
 from ..fileio import write_atomic
 from ..llm.base import LLM, CallContext
 from ..screenplay import SeriesBible, load_series_bible, save_series_bible, write_cast, write_screenplay
@@ -155,7 +155,7 @@ def write_book(
         write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
         log.info("chapter %d (%s) → %s: %s", chapter.number, chapter.title, path.name, done.summary())
         kept = dialogue_kept(chapter.text, done.screenplay)
-        log.info("chapter %d: %s", chapter.number, kept.message)
+        log.info("chapter %d: %s", chapter.number, fidelity_report(chapter.text, done.screenplay))
         if kept.warning:
             log.warning("chapter %d: %s", chapter.number, kept.warning)
         for repair in done.repairs:

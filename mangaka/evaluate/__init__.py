@@ -19,7 +19,16 @@ from .goldset import (
     write_gold_schema,
 )
 from .matching import QUOTE_MATCH_THRESHOLD, match_cast, match_quotes, order_agreement, quote_key
-from .metrics import METRICS, DialogueKept, RunCost, Scores, dialogue_kept, score
+from .metrics import (
+    METRICS,
+    DialogueKept,
+    RunCost,
+    Scores,
+    dialogue_kept,
+    fidelity_report,
+    panel_coverage,
+    score,
+)
 from .quotes import find_quote_spans, find_quotes
 
 __all__ = [
@@ -36,6 +45,7 @@ __all__ = [
     "RunCost",
     "Scores",
     "dialogue_kept",
+    "fidelity_report",
     "find_quote_spans",
     "find_quotes",
     "gold_schema_text",
@@ -44,6 +54,7 @@ __all__ = [
     "match_cast",
     "match_quotes",
     "order_agreement",
+    "panel_coverage",
     "quote_key",
     "score",
     "write_gold_schema",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..screenplay.request import DIALOGUE_FROM
 from ..screenplay.scenes import AUTO
 from .goldset import BUILTIN_SET, GoldCase, load_gold_set
 from .runner import (
@@ -58,6 +59,7 @@ COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "remote_model": ("remote_model", str),
     "panels": ("panels", _count),
     "dialogue": ("dialogue", _count),
+    "dialogue_from": ("dialogue_from", str),
     "ctx": ("ctx", int),
     "jump_forward": ("jump_forward", str),
 }
@@ -108,6 +110,8 @@ def _override(args: argparse.Namespace, spec: str) -> argparse.Namespace:
         raise InputError(
             f"--compare {spec}: give KEY=VALUE with KEY one of {', '.join(COMPARE_KEYS)}, e.g. think=4000"
         )
+    if key == "dialogue" and value.strip() in DIALOGUE_FROM:  # dialogue=free: where lines come from
+        key = "dialogue_from"
     name, kind = COMPARE_KEYS[key]
     changed = copy.copy(args)
     if value.strip().lower() == NONE and kind is Path:
@@ -161,6 +165,7 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
         "sampling": args.sampling,
         "panels": panels,
         "dialogue": dialogue,
+        "dialogue_from": request.dialogue_from,
         "jump_forward": args.jump_forward,
     }
     return EvalConfig(name, settings, request, panels, dialogue)

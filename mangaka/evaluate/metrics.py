@@ -55,7 +55,8 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from ..errors import InputError
-from ..screenplay.models import MAX_DIALOGUE, NARRATOR, Panel, Screenplay
+from ..screenplay.models import MAX_DIALOGUE, NARRATOR, Line, Panel, Screenplay
+from ..source import source_map
 from .goldset import GoldChapter, fold
 from .matching import QuoteMatch, match_cast, match_quotes, order_agreement, reading_order
 from .quotes import find_quotes
@@ -266,9 +267,46 @@ class DialogueKept(NamedTuple):
 
 
 def dialogue_kept(chapter_text: str, screenplay: Screenplay) -> DialogueKept:
-    """The chapter's quoted lines (by its quote marks) that the screenplay kept, and whether in order."""
+    """The chapter's quoted lines (by its quote marks) that the screenplay kept, and whether in order.
+
+    A screenplay whose lines record their quote (version 2, written from the chapter) is counted by
+    those numbers (a quote lettered over several lines counts once); another by matching texts."""
+    numbers = [line.quote for line in reading_lines(screenplay) if line.quote is not None]
+    if numbers:
+        total = len(source_map(chapter_text, screenplay.language).quotes)
+        return DialogueKept(len(set(numbers)), total, numbers == sorted(numbers))
     quotes = find_quotes(chapter_text, screenplay.language)
     matches = match_quotes(quotes, screenplay)
     order = quote_order(matches, screenplay)
     kept = sum(m.last - m.first + 1 for m in matches)
     return DialogueKept(kept, len(quotes), order is None or order == 1.0)
+
+
+def reading_lines(screenplay: Screenplay) -> list[Line]:
+    """The screenplay's lines in reading order (panels in order, each panel's lines in order)."""
+    return [line for p in screenplay.panels for line in screenplay.lines_of(p)]
+
+
+def panel_coverage(chapter_text: str, screenplay: Screenplay) -> str | None:
+    """Which of the chapter's units the panels draw (``Panel.source``): ``"panels cover paragraphs
+    1–9"``, naming the units no panel covers; ``None`` for a screenplay without sources."""
+    ranges = [p.source for p in screenplay.panels if p.source]
+    if not ranges:
+        return None
+    units = len(source_map(chapter_text, screenplay.language).units)
+    covered = {u for a, b in ranges for u in range(a, b + 1)}
+    missing = [u for u in range(1, units + 1) if u not in covered]
+    text = (
+        f"panels cover paragraphs 1–{units}"
+        if not missing
+        else f"panels cover {len(covered)} of {units} paragraphs"
+    )
+    if missing:
+        text += "; no panel draws " + ", ".join(map(str, missing[:12])) + ("…" if len(missing) > 12 else "")
+    return text
+
+
+def fidelity_report(chapter_text: str, screenplay: Screenplay) -> str:
+    """One line for a user: the quoted lines kept and the paragraphs the panels cover."""
+    parts = [dialogue_kept(chapter_text, screenplay).message, panel_coverage(chapter_text, screenplay)]
+    return "; ".join(p for p in parts if p)

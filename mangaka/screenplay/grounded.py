@@ -8,9 +8,12 @@ it that its scene covers (``Grounding``: a range of units). By construction:
   number (a ``const`` when every quoted line is kept, so the grammar writes them all, in order) and
   gives only its speaker and emotion; the text comes from the map. The other lines are narrator
   captions in the model's words. A long quote is several consecutive lines (``SourceLine``);
-- **panels** each start at a unit (``from``; the first panel at the scene's first unit), and each
-  draws the units up to the next panel's start: together the panels cover the scene, in order
-  (``Panel.source``). A quoted line goes to the panel whose units hold it;
+- **panels** each start at a unit (``from``, a ``const``: the scene's units spread over its panels
+  by length, ``panel_starts``), and each draws the units up to the next panel's start: together
+  the panels cover the scene, in order (``Panel.source``). A quoted line goes to the panel whose
+  units hold it, and its speaker is shown in that panel;
+- **speaker hints**: where the text says who speaks a line (``SourceMap`` hints), the grammar
+  writes it as ``likely`` right before the model chooses the ``speaker``; the model decides;
 - **the cast** is the people the chapter names (``SourceMap.names``: the speakers its
   attributions name, and the names it uses again and again), strongest first, at most
   ``max_characters``: the grammar writes each name (a ``const``) and the model writes each one's
@@ -128,6 +131,35 @@ def quote_listing(grounding: Grounding, cast: Sequence[Character], language: str
     return "\n".join(out) or "(none)"
 
 
+def panel_starts(grounding: Grounding, panels: int) -> list[int]:
+    """Where each of ``panels`` panels starts: the units spread over the panels by their length
+    (story units: a CJK character counts 1, another letter a quarter), in order, the first at the
+    first unit; with more panels than units, a long unit gets several panels."""
+    from .scenes import story_units
+
+    numbers = list(range(grounding.first, grounding.last + 1))
+    sizes = [max(1.0, story_units(grounding.map.unit_text(n))) for n in numbers]
+    total = sum(sizes)
+    starts, running, k = [], 0.0, 0
+    for j in range(panels):
+        target = total * j / panels
+        while k + 1 < len(numbers) and running + sizes[k] <= target:
+            running += sizes[k]
+            k += 1
+        starts.append(numbers[k])
+    return starts
+
+
+def line_hints(grounding: Grounding, cast: Sequence[Character], language: str) -> dict[int, str]:
+    """Each quoted line's likely speaker as a cast id, where the text says (``SourceMap`` hints)."""
+    hints = {}
+    for line in grounding.lines:
+        who = hint_id(grounding.map.quotes[line.quote - 1].hint, cast, language)
+        if who:
+            hints[line.number] = who
+    return hints
+
+
 def panel_ranges(starts: Sequence[int], last: int) -> list[tuple[int, int]]:
     """Each panel's units from the panels' (sorted) starts: up to the next start, the last to ``last``."""
     ranges = []
@@ -194,6 +226,8 @@ def assemble_grounded(
     lines: list[Line] = []
     stored: list[Panel] = []
     for j, p in enumerate(panels):
+        speakers = [item["speaker"] for kind, item in per_panel[j] if kind == "quote"]
+        shown = list(dict.fromkeys([*p["characters"], *(s for s in speakers if s != NARRATOR)]))
         ids = []
         for kind, item in sorted(per_panel[j], key=lambda x: x[0] != "caption"):
             ids.append(f"d{len(lines) + 1}")
@@ -216,7 +250,7 @@ def assemble_grounded(
                 shot=p["shot"],
                 angle=p["angle"],
                 action=p["action"],
-                characters=list(dict.fromkeys(p["characters"])),
+                characters=shown,
                 expression=p["expression"],
                 background=p["background"],
                 lighting=p["lighting"],

@@ -136,10 +136,10 @@ class Line(_Strict):
     speaker: Id = Field(description="A character id, or 'narrator' for a caption box.")
     line: Annotated[str, _text(MAX_LINE)] = Field(description="The words, in the screenplay's language.")
     emotion: Emotion = Field(description="How it is said; also picks the balloon style.")
-    quote: Annotated[int, JsonNumber] | SkipJsonSchema[None] = Field(
+    # The bounds sit inside the union's int branch: on the field they would reach the schema as bare
+    # "ge"/"le" keys (not "minimum"/"maximum") and fail on an explicit None.
+    quote: Annotated[int, Field(ge=1, le=MAX_QUOTES), JsonNumber] | SkipJsonSchema[None] = Field(
         None,
-        ge=1,
-        le=MAX_QUOTES,
         description="The chapter's quoted line this line letters, verbatim (1 = the chapter's first "
         "quote; a long quote is lettered over consecutive lines with the same number). Absent for a "
         "caption or a line in the screenplay's own words.",

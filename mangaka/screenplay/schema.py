@@ -142,12 +142,20 @@ def cast_call_schema(
 
 
 def grounded_script_call_schema(
-    cast_ids: list[str], panels: int, units: tuple[int, int], lines: Sequence[int], dialogue: int
+    cast_ids: list[str],
+    panels: int,
+    units: tuple[int, int],
+    lines: Sequence[int],
+    dialogue: int,
+    starts: Sequence[int] | None = None,
+    hints: dict[int, str] | None = None,
 ) -> dict[str, Any]:
     """Schema of the script call when dialogue comes from the chapter (``screenplay/grounded.py``).
 
-    ``panels`` panels, each with ``from``, the source unit where it starts (an enum of ``units``;
-    the first panel's is the first unit); then the quoted lines (``lines``: their numbers) with a
+    ``panels`` panels, each with ``from``, the source unit where it starts (a ``const`` from
+    ``starts`` when given, else an enum of ``units`` with the first panel's the first unit); then
+    the quoted lines (a ``likely`` speaker written by the grammar before the speaker where ``hints``
+    has one for the line) (``lines``: their numbers) with a
     speaker and an emotion each; then narrator captions. When ``dialogue`` lines hold every quoted
     line, each is a ``prefixItems`` entry with a ``const`` quote number (the grammar writes them all,
     in order) and the rest are captions; with fewer, ``dialogue`` lines each pick a quote number.
@@ -166,7 +174,7 @@ def grounded_script_call_schema(
         "props": {"type": "array", "items": _string(MAX_PROP), "maxItems": MAX_PROPS},
     }
     defs: dict[str, Any] = {f"panel_{k}": v for k, v in panel_parts.items()}
-    defs["speaker"] = _enum([*cast_ids, NARRATOR])
+    defs["speaker"] = _enum(cast_ids)  # a quoted line is someone's speech; captions are the narrator's
     defs["emotion"] = _enum(EMOTIONS)
     defs["from"] = {"type": "integer", "enum": unit_numbers}
     refs = {k: {"$ref": f"#/$defs/panel_{k}"} for k in panel_parts}
@@ -174,23 +182,25 @@ def grounded_script_call_schema(
         _object(
             {
                 "id": {"type": "string", "const": pid},
-                "from": {"type": "integer", "const": first} if j == 0 else {"$ref": "#/$defs/from"},
+                "from": {"type": "integer", "const": starts[j] if starts else first}
+                if starts or j == 0
+                else {"$ref": "#/$defs/from"},
                 **refs,
             }
         )
         for j, pid in enumerate(ids)
     ]
 
-    def line(quote: dict[str, Any]) -> dict[str, Any]:
-        return _object(
-            {"quote": quote, "speaker": {"$ref": "#/$defs/speaker"}, "emotion": {"$ref": "#/$defs/emotion"}}
-        )
+    def line(quote: dict[str, Any], likely: str | None = None) -> dict[str, Any]:
+        hint = {"likely": {"type": "string", "const": likely}} if likely else {}
+        speaker = {"$ref": "#/$defs/speaker"}
+        return _object({"quote": quote, **hint, "speaker": speaker, "emotion": {"$ref": "#/$defs/emotion"}})
 
     kept = len(lines) if dialogue >= len(lines) else dialogue
     if dialogue >= len(lines):
         quoted: dict[str, Any] = {
             "type": "array",
-            "prefixItems": [line({"type": "integer", "const": n}) for n in lines],
+            "prefixItems": [line({"type": "integer", "const": n}, (hints or {}).get(n)) for n in lines],
             "items": False,
         }
     else:

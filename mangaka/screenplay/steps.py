@@ -21,7 +21,9 @@ from .grounded import (
     assemble_grounded,
     cast_names,
     grounded_problems,
+    line_hints,
     name_problems,
+    panel_starts,
     quote_listing,
     repair_grounded,
     repair_ids,
@@ -236,12 +238,15 @@ class Budget:
     def of(cls, request: ScreenplayRequest, *, cast_call: bool, grounding: Grounding | None = None) -> Budget:
         longest_ids = [f"c{i}".ljust(32, "x") for i in range(request.max_characters)]
         if request.grounded and grounding is not None:
+            numbers = [line.number for line in grounding.lines]
             script = grounded_script_call_schema(
                 longest_ids,
                 request.panels,
                 grounding.units,
-                [line.number for line in grounding.lines],
+                numbers,
                 request.dialogue,
+                panel_starts(grounding, request.panels),
+                dict.fromkeys(numbers, longest_ids[0]),
             )
         else:
             script = script_call_schema(longest_ids, request.panels, request.dialogue)
@@ -449,7 +454,15 @@ def _grounded_script_step(llm: LLM, prompts: Prompts, cast: list[Character], con
     assert grounding is not None
     cast_ids = [c.id for c in cast]
     numbers = [line.number for line in grounding.lines]
-    schema = grounded_script_call_schema(cast_ids, request.panels, grounding.units, numbers, request.dialogue)
+    schema = grounded_script_call_schema(
+        cast_ids,
+        request.panels,
+        grounding.units,
+        numbers,
+        request.dialogue,
+        panel_starts(grounding, request.panels),
+        line_hints(grounding, cast, request.language),
+    )
     task = script_task(prompts, cast, request.panels, request.dialogue)
 
     def check_script(script: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .quotes import MAX_QUOTE_CHARS, QUOTE_MARKS, balloon_parts, find_quote_spans, find_quotes
-from .speakers import NameCandidate, attribution, find_names, nearest_name
+from .speakers import NameCandidate, attribution, find_names, name_positions, nearest_name
 
 __all__ = [
     "MAX_QUOTE_CHARS",
@@ -43,7 +43,8 @@ MAX_UNIT_CHARS = 1200
 MAX_UNIT_CJK_CHARS = 400
 BALLOON_CHARS = 120  # a balloon's text, the screenplay's MAX_LINE (kept equal by a test)
 
-_BLANK = re.compile(r"(?:\r\n|\r|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r|\n))+")
+# A blank line: two line breaks or more, with spaces between (``\r\n`` is one line break).
+_BLANK = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n))+")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _SENTENCE = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
@@ -163,6 +164,8 @@ def _unit_starts(text: str, paragraph: Paragraph, quotes: list[tuple[int, int]],
         while q < len(quotes) and quotes[q][1] < end - 1:
             q += 1
         inside = q < len(quotes) and quotes[q][0] <= m.start() < quotes[q][1]
+        if not inside and q < len(quotes) and quotes[q][0] - 1 < end:
+            end = quotes[q][0] - 1  # the end ran on into a quote's opening mark: cut before the mark
         if inside or end >= paragraph.end:
             continue
         if end - starts[-1] > limit and last_end is not None and last_end > starts[-1]:
@@ -243,11 +246,12 @@ def _hints(
     lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text) if language == "en" else text
     keys = [n.lower() for n in names] if language == "en" else names
     by_key = dict(zip(keys, names, strict=True))
+    positions = name_positions(lowered, keys)  # once: a quote never searches its whole paragraph
     hints: list[str | None] = []
     for i, (span, bound) in enumerate(zip(spans, bounds, strict=True)):
         hint = said[i]
         if hint is None:
-            near = nearest_name(lowered, span, bound, keys)
+            near = nearest_name(lowered, span, bound, keys, positions)
             hint = by_key[near] if near else None
         if hint is None and i >= 2 and hints[-1] and hints[-2] and hints[-1] != hints[-2]:
             hint = hints[-2]

@@ -50,17 +50,22 @@ class Marks:
 
 _SINGLE_STRAIGHT = Marks("'", "'", r"(?<![\w])", r"(?![\w])")
 _SINGLE_CURLY = Marks("\u2018", "\u2019", r"(?<![\w])", r"(?![\w])")
+# Chinese sets single quotes right against the characters around them (``说：‘走吧，’他``), and a
+# Chinese character is a word character to ``\w``: no guard there, Chinese has no apostrophe.
+_SINGLE_CURLY_ZH = Marks("\u2018", "\u2019")
 
 QUOTE_MARKS: dict[str, tuple[tuple[Marks, ...], tuple[Marks, ...]]] = {
     "en": ((Marks('"', '"'), Marks("\u201c", "\u201d")), (_SINGLE_CURLY, _SINGLE_STRAIGHT)),
     "zh": (
         (Marks("\u201c", "\u201d"), Marks("\u300c", "\u300d")),
-        (Marks("\u300e", "\u300f"), _SINGLE_CURLY),
+        (Marks("\u300e", "\u300f"), _SINGLE_CURLY_ZH),
     ),
     "ja": ((Marks("\u300c", "\u300d"), Marks("\u300e", "\u300f")), (Marks("\u201c", "\u201d"),)),
 }
 
-_BREAK = r"(?:\r\n|\r|\n)[ \t\f\v\u3000]*(?:\r\n|\r|\n)"
+# A line break (``\r\n`` is one: ``\r`` alone only when no ``\n`` follows), and a paragraph break.
+_NEWLINE = r"(?:\r\n|\r(?!\n)|\n)"
+_BREAK = rf"{_NEWLINE}[ \t\f\v\u3000]*{_NEWLINE}"
 
 
 @cache
@@ -75,16 +80,39 @@ def _patterns(marks: tuple[Marks, ...]) -> tuple[re.Pattern[str], dict[str, tupl
     return openers, stops
 
 
+class _Stops:
+    """Where one kind of mark's searches stop (its opening mark, its closing mark, a paragraph
+    break), found once over the whole text, left to right: the searches of that kind start further
+    and further on, so the text is read once per kind, however many stray marks it has."""
+
+    def __init__(self, pattern: re.Pattern[str], text: str) -> None:
+        self._found = pattern.finditer(text)
+        self._current = next(self._found, None)
+
+    def first_from(self, pos: int) -> re.Match[str] | None:
+        """The first stop starting at ``pos`` or later (``pos`` never goes back). No stop runs over
+        ``pos``: a search starts right after a mark, and a mark is a stop of one character."""
+        while self._current is not None and self._current.start() < pos:
+            self._current = next(self._found, None)
+        return self._current
+
+
 def _spans(text: str, marks: tuple[Marks, ...]) -> list[tuple[int, int]]:
     openers, stops = _patterns(marks)
+    scans = {opener: _Stops(stop, text) for opener, (stop, _) in stops.items()}
     spans: list[tuple[int, int]] = []
     pos = 0
     while (m := openers.search(text, pos)) is not None:
         start = m.end()
-        stop, closer = stops[m.group()]
-        end = stop.search(text, start, start + MAX_QUOTE_CHARS + 1)
+        closer = stops[m.group()][1]
+        end = scans[m.group()].first_from(start)
         # The closing mark is the pattern's last group (the first, for straight marks).
-        if end is None or end.group() != closer or end.lastindex is None:
+        if (
+            end is None
+            or end.end() > start + MAX_QUOTE_CHARS + 1
+            or end.group() != closer
+            or end.lastindex is None
+        ):
             pos = start  # a stray mark: look on right after it
             continue
         if text[start : end.start()].strip():

@@ -27,13 +27,15 @@ two before when the quote before was someone else's.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 MIN_MENTIONS = 2
 MAX_NAMES = 24
+MAX_NAME_CHARS = 64  # a longer run of capitalised words is no one's name
 _WINDOW = 40  # characters on each side of a quote searched for its attribution
 
 _VERBS_EN = (
@@ -189,13 +191,9 @@ def _mentions_en(narration: str) -> Counter[str]:
         if name.startswith("the ") or not re.search(r"(?:^|[.!?]\S?\s+|\n\s*|[\"“]\s*)$", before):
             inside.add(name)
     # A word that only ever starts sentences is a name when used often and never in lower case.
-    often = {n for n, c in found.items() if c >= 3 and not _lowercase_uses(narration, n)}
+    lowercase = set(re.findall(r"[a-z][a-z'’\-]*", narration))  # common words, not names
+    often = {n for n, c in found.items() if c >= 3 and n.lower() not in lowercase}
     return Counter({n: c for n, c in found.items() if n in inside or n in often})
-
-
-def _lowercase_uses(narration: str, name: str) -> str:
-    """The narration's words that are ``name`` in lower case (a common word, not a name)."""
-    return " ".join(w for w in re.findall(r"[a-z][a-z'’\-]*", narration) if w == name.lower())
 
 
 def _mentions_zh(narration: str) -> Counter[str]:
@@ -208,9 +206,12 @@ def _mentions_zh(narration: str) -> Counter[str]:
         two[word[:2]] += 1
         if len(word) == 3:
             three[word] += 1
+    by_start: dict[str, list[tuple[str, int]]] = {}
+    for w, k in three.items():
+        by_start.setdefault(w[:2], []).append((w, k))
     found: Counter[str] = Counter()
     for word, n in two.items():
-        longer = [(w, k) for w, k in three.items() if w.startswith(word) and k == n]
+        longer = [(w, k) for w, k in by_start.get(word, ()) if k == n]
         if longer:  # always followed by the same character: a three-character name
             found[longer[0][0]] = n
         else:
@@ -229,26 +230,104 @@ def find_names(narration: str, attributed: Sequence[str | None], language: str) 
     counter = {"en": _mentions_en, "zh": _mentions_zh, "ja": _mentions_ja}[language]
     used = counter(narration)
     if language != "en":  # an attributed name counts where it is used in full, not only clause-first
-        for name in said:
-            used[name] = max(used[name], narration.count(name))
-    names = [n for n in {*said, *used} if said[n] or used[n] >= MIN_MENTIONS]
+        for name, count in _counts(narration, said).items():
+            used[name] = max(used[name], count)
+    names = [n for n in {*said, *used} if (said[n] or used[n] >= MIN_MENTIONS) and len(n) <= MAX_NAME_CHARS]
     # A name inside a longer candidate that is used as often is the same person ("Ada" in "Ada Reyes").
-    names = [
-        n
-        for n in names
-        if not any(n != m and n in m and (said[m] or used[m] >= used[n]) for m in names if not said[n])
-    ]
+    inside = _inside(names, said, used)
+    names = [n for n in names if said[n] or not (n in inside and (inside[n][0] or inside[n][1] >= used[n]))]
     candidates = [NameCandidate(n, max(used[n], said[n]), said[n]) for n in names]
     candidates.sort(key=lambda c: (-c.attributed, -c.mentions, c.name))
     return candidates[:MAX_NAMES]
 
 
+def _counts(text: str, words: Iterable[str]) -> Counter[str]:
+    """``text.count(w)`` for each word (its uses, none overlapping another of the same word), in
+    one pass over the places where one of the words could start."""
+    wanted = set(words)
+    counts: Counter[str] = Counter()
+    if not wanted:
+        return counts
+    lengths = sorted({len(w) for w in wanted})
+    firsts = re.compile("[" + "".join(sorted({re.escape(w[0]) for w in wanted})) + "]")
+    free: dict[str, int] = {}  # where a word's next use may start: after its last one counted
+    for m in firsts.finditer(text):
+        i = m.start()
+        for n in lengths:
+            w = text[i : i + n]
+            if w in wanted and i >= free.get(w, 0):
+                counts[w] += 1
+                free[w] = i + n
+    return counts
+
+
+def _inside(names: Sequence[str], said: Counter[str], used: Counter[str]) -> dict[str, tuple[bool, int]]:
+    """For each name that lies inside another (longer) name: whether one of those is attributed,
+    and the most uses of one of them. Each name's parts are looked up (names are short), never
+    each name against every other."""
+    known = set(names)
+    lengths = sorted({len(n) for n in names})
+    out: dict[str, tuple[bool, int]] = {}
+    for m in names:
+        for size in lengths:
+            if size >= len(m):
+                break
+            for i in range(len(m) - size + 1):
+                part = m[i : i + size]
+                if part in known:
+                    attributed, most = out.get(part, (False, 0))
+                    out[part] = (attributed or said[m] > 0, max(most, used[m]))
+    return out
+
+
+def name_positions(text: str, names: Iterable[str]) -> dict[str, list[int]]:
+    """Where each name starts in ``text``, every use (overlapping ones too), for ``nearest_name``."""
+    out: dict[str, list[int]] = {}
+    for name in names:
+        found, i = [], text.find(name)
+        while i >= 0:
+            found.append(i)
+            i = text.find(name, i + 1)
+        out[name] = found
+    return out
+
+
 def nearest_name(
-    text: str, span: tuple[int, int], paragraph: tuple[int, int], names: Sequence[str]
+    text: str,
+    span: tuple[int, int],
+    paragraph: tuple[int, int],
+    names: Sequence[str],
+    positions: Mapping[str, Sequence[int]] | None = None,
 ) -> str | None:
-    """The candidate named nearest before the quote in its paragraph (else nearest after it)."""
+    """The candidate named nearest before the quote in its paragraph (else nearest after it).
+    ``positions`` (``name_positions(text, names)``), when given, finds them without reading the
+    paragraph again for each quote: the same answer, in time that does not grow with the paragraph."""
+    if positions is not None:
+        return _nearest_indexed(span, paragraph, names, positions)
     before = [(span[0] - i, n) for n in names if (i := text.rfind(n, paragraph[0], span[0])) >= 0]
     if before:
         return min(before)[1]
     after = [(i - span[1], n) for n in names if (i := text.find(n, span[1], paragraph[1])) >= 0]
+    return min(after)[1] if after else None
+
+
+def _nearest_indexed(
+    span: tuple[int, int],
+    paragraph: tuple[int, int],
+    names: Sequence[str],
+    positions: Mapping[str, Sequence[int]],
+) -> str | None:
+    """``nearest_name`` from the names' positions: ``rfind`` and ``find`` within the paragraph as
+    searches in sorted lists."""
+    before, after = [], []
+    for n in names:
+        at = positions[n]
+        k = bisect.bisect_right(at, span[0] - len(n)) - 1  # the last use that ends by the quote
+        if k >= 0 and at[k] >= paragraph[0]:
+            before.append((span[0] - at[k], n))
+        k = bisect.bisect_left(at, span[1])  # the first use after the quote, inside the paragraph
+        if k < len(at) and at[k] + len(n) <= paragraph[1]:
+            after.append((at[k] - span[1], n))
+    if before:
+        return min(before)[1]
     return min(after)[1] if after else None

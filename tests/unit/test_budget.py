@@ -7,7 +7,12 @@ import pytest
 
 from mangaka.errors import SchemaError
 from mangaka.llm.budget import CHAR_BYTES, INTEGER_BYTES, NUMBER_BYTES, json_byte_budget, json_token_budget
-from mangaka.screenplay.schema import cast_call_schema, screenplay_json_schema, script_call_schema
+from mangaka.screenplay.schema import (
+    cast_call_schema,
+    grounded_script_call_schema,
+    screenplay_json_schema,
+    script_call_schema,
+)
 
 TINY = {
     "type": "object",
@@ -174,8 +179,11 @@ def _spaced(value: Any) -> str:
         script_call_schema(["akira", "mei"], 6, 8),
         script_call_schema(["a"], 1, 0),
         screenplay_json_schema(),
+        cast_call_schema(8, ["Mei", "Akira", "Sensei"], ["Mei", "Akira"]),
+        grounded_script_call_schema(["akira", "mei"], 6, (3, 9), [4, 5, 6, 7], 8),
+        grounded_script_call_schema(["akira", "mei"], 3, (1, 9), list(range(1, 11)), 4),
     ],
-    ids=["cast", "script", "script-minimal", "stored"],
+    ids=["cast", "script", "script-minimal", "stored", "cast-named", "grounded", "grounded-fewer"],
 )
 def test_the_screenplay_schemas_are_bounded_and_their_longest_output_fits(schema: dict[str, Any]):
     budget = json_byte_budget(schema)

@@ -176,7 +176,7 @@ def test_a_long_chapter_is_written_scene_by_scene_into_one_screenplay_with_conti
     chapter = "\n\n".join([one, "***", two, "***", three])
     replies = [CAST, CAST, CAST, scene_script("A", 2, 1), scene_script("B", 2, 2), scene_script("C", 2, 3)]
     llm = FakeScriptedLLM(*replies, n_ctx=200_000)
-    result = write_screenplay(llm, chapter, panels=6, dialogue=6, scene_chars=1500)
+    result = write_screenplay(llm, chapter, panels=6, dialogue=6, scene_chars=1500, dialogue_from="free")
     sp = result.screenplay
     assert [(s.panels, s.dialogue) for s in result.scenes] == [(2, 1), (2, 2), (2, 3)]
     assert [p.id for p in sp.panels] == [f"p{i}" for i in range(1, 7)]

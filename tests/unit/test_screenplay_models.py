@@ -19,6 +19,7 @@ from mangaka.screenplay.schema import (
     SCHEMA_FILE,
     SCHEMAS_DIR,
     cast_call_schema,
+    grounded_script_call_schema,
     screenplay_schema_text,
     script_call_schema,
 )
@@ -60,15 +61,24 @@ def _walk(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-# The one optional property: a panel's scene (1 when absent), so screenplays written before scenes
-# existed still load; a plain integer with a default, no union.
-OPTIONAL = {"/$defs/Panel": {"scene"}}
+# The optional properties, so screenplays written before them still load: a panel's scene (1 when
+# absent; a plain integer with a default), and version 2's references to the chapter, a line's quote
+# and a panel's source (absent when not known: the schema has just the integer or array, no union
+# with null).
+OPTIONAL = {"/$defs/Panel": {"scene", "source"}, "/$defs/Line": {"quote"}}
 
 
 @pytest.mark.parametrize(
     "schema",
-    [screenplay_json_schema(), cast_call_schema(16), script_call_schema(["a", "b"], 24, 48)],
-    ids=["stored", "cast", "script"],
+    [
+        screenplay_json_schema(),
+        cast_call_schema(16),
+        script_call_schema(["a", "b"], 24, 48),
+        cast_call_schema(16, ["Mei", "Akira"], ["Mei", "Akira"]),
+        grounded_script_call_schema(["a", "b"], 24, (1, 30), list(range(1, 41)), 48),
+        grounded_script_call_schema(["a", "b"], 24, (5, 30), list(range(6, 61)), 48),
+    ],
+    ids=["stored", "cast", "script", "cast-named", "grounded", "grounded-fewer"],
 )
 def test_every_string_and_array_is_bounded_and_no_union_is_used(schema: dict[str, Any]):
     check_schema(schema)
@@ -113,6 +123,6 @@ def test_models_are_strict():
     with pytest.raises(ValidationError):
         Character(id="a", name="A", appearance="tall", age=3)
     with pytest.raises(ValidationError):
-        Screenplay.model_validate({**example(), "version": 2})
+        Screenplay.model_validate({**example(), "version": 3})
     with pytest.raises(ValidationError):
         Screenplay.model_validate({**example(), "language": "fr"})

@@ -20,6 +20,7 @@ SCREENWRITER = [
     "screenwriter/scene",
     "screenwriter/scene_before",
     "screenwriter/script",
+    "screenwriter/script_grounded",
 ]
 STRUCTURED = ["structured/invalid", "structured/cut_off"]
 PLACEHOLDER = re.compile(r"\$\{?([_a-zA-Z][_a-zA-Z0-9]*)")  # string.Template's identifiers (ASCII)

@@ -15,6 +15,8 @@ an absolute bound only as a backstop.
 
 from __future__ import annotations
 
+import bisect
+import random
 import re
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -31,8 +33,10 @@ from mangaka.source import (
     MAX_UNIT_CHARS,
     MAX_UNIT_CJK_CHARS,
     QUOTE_MARKS,
+    SourceLine,
     SourceMap,
     find_quote_spans,
+    flat,
     source_map,
 )
 from tests.growth import cpu_seconds_per_call
@@ -103,29 +107,43 @@ def words(lang: str, apostrophes: bool) -> list[str]:
     return (CJK_ZH if lang == "zh" else CJK_JA) + ["Mei", "rain"]
 
 
-@st.composite
-def sentence(draw, lang: str, apostrophes: bool = True) -> str:
-    """A sentence of the language: words (Latin ones spaced), clause marks, an end (maybe none)."""
-    latin = lang == "en" or draw(st.integers(0, 9)) == 0
-    pool = words("en", apostrophes) if latin else words(lang, apostrophes)
-    ws = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=12))
-    glue = " " if latin else ""
-    clauses = [glue.join(ws[i : i + 4]) for i in range(0, len(ws), 4)]
-    text = draw(st.sampled_from(CLAUSE["en" if latin else lang])).join(clauses)
-    return text + draw(st.sampled_from(ENDS_LATIN if latin else ENDS_CJK))
+def _sentences(lang: str, apostrophes: bool) -> list[str]:
+    """Sentences of the language (fixed, so that drawing one is one choice, which keeps the
+    generation fast): words (Latin ones spaced, some in Chinese and Japanese text too), clause
+    marks, an end (or none); short ones first, so that a failure shrinks to them."""
+    rng = random.Random(f"{lang} {apostrophes}")
+    out = []
+    for i in range(90):
+        latin = lang == "en" or i % 9 == 4
+        pool = words("en" if latin else lang, apostrophes)
+        ws = [rng.choice(pool) for _ in range(1 + i // 6)]
+        glue = " " if latin else ""
+        clauses = [glue.join(ws[k : k + 4]) for k in range(0, len(ws), 4)]
+        ends = ENDS_LATIN if latin else ENDS_CJK
+        out.append(rng.choice(CLAUSE["en" if latin else lang]).join(clauses) + ends[i % len(ends)])
+    return out
+
+
+SENTENCES = {(lang, a): _sentences(lang, a) for lang in LANGUAGES for a in (False, True)}
+
+
+def sentence(lang: str, apostrophes: bool = True) -> st.SearchStrategy[str]:
+    return st.sampled_from(SENTENCES[lang, apostrophes])
 
 
 @st.composite
 def quote_content(draw, lang: str, apostrophes: bool = True) -> str:
     """What a quote says: one sentence to many (longer than a balloon), maybe spaces at its ends,
-    maybe a single line break inside (never a blank line)."""
-    sentences = draw(st.lists(sentence(lang, apostrophes), min_size=1, max_size=14))
+    maybe one line break inside (never a blank line)."""
+    sentences = draw(st.lists(sentence(lang, apostrophes), min_size=1, max_size=10))
     text = SPACE[lang].join(sentences)
-    if draw(st.booleans()) and len(text) > 4:
-        k = draw(st.integers(1, len(text) - 1))
+    # A line break, never right after an apostrophe (that one would read as a closing mark).
+    at = [k for k in range(1, len(text)) if text[k - 1] not in "'’"]
+    if at and draw(st.booleans()):
+        k = draw(st.sampled_from(at))
         text = text[:k] + draw(st.sampled_from(["\n", "\r\n", "\r"])) + text[k:]
     lead, tail = draw(st.sampled_from(["", "", " "])), draw(st.sampled_from(["", "", " "]))
-    return lead + text + tail
+    return (lead + text + tail)[: MAX_QUOTE_CHARS - 100]
 
 
 @dataclass
@@ -197,11 +215,12 @@ def well_formed_chapter(draw, lang: str) -> tuple[str, list[tuple[int, int]]]:
                 content = content if content.strip() else "x"
                 chapter.quote(m.opener, content, m.closer)
                 chapter.add(draw(st.sampled_from(ATTRIBUTIONS[lang])) + gap)
-    assert all(len(lines_of(chapter.text[a:b])) <= MAX_QUOTE_CHARS for a, b in chapter.spans)
     return chapter.text, chapter.spans
 
 
-LANGUAGE_CHAPTERS = st.sampled_from(LANGUAGES).flatmap(lambda lang: st.tuples(st.just(lang), any_chapter(lang)))
+LANGUAGE_CHAPTERS = st.sampled_from(LANGUAGES).flatmap(
+    lambda lang: st.tuples(st.just(lang), any_chapter(lang))
+)
 
 
 # ------------------------------------------------------------------ what every source map keeps
@@ -235,6 +254,7 @@ def check_units(sm: SourceMap) -> None:
 
 def check_quotes(sm: SourceMap) -> None:
     text = sm.text
+    starts = [u.start for u in sm.units]
     assert [q.number for q in sm.quotes] == list(range(1, len(sm.quotes) + 1))
     assert [(q.start, q.end) for q in sm.quotes] == find_quote_spans(text, sm.language)
     for q in sm.quotes:
@@ -244,9 +264,10 @@ def check_quotes(sm: SourceMap) -> None:
         assert text[q.end] in MARK_CHARS[sm.language]  # the closing mark, just after
         unit = sm.units[q.unit - 1]
         assert unit.start <= q.start and q.end <= unit.end
-        assert sm.unit_at(q.start) == q.unit
+        assert q.unit == bisect.bisect_right(starts, q.start)  # unit_at, without its list per call
         # No unit starts between a quote's opening mark and its closing mark (both kept with it).
-        assert not any(q.start - 1 < u.start <= q.end for u in sm.units)
+        k = bisect.bisect_right(starts, q.start - 1)
+        assert k == len(starts) or starts[k] > q.end, f"unit {k + 1} starts inside quote {q.number}"
     for q, r in pairwise(sm.quotes):
         assert q.end < r.start  # in text order, not overlapping (a mark between)
 
@@ -255,17 +276,19 @@ def check_lines(sm: SourceMap) -> None:
     lines = sm.lines
     assert [line.number for line in lines] == list(range(1, len(lines) + 1))
     assert all(0 < len(line.text) <= BALLOON_CHARS and line.text == line.text.strip() for line in lines)
+    assert [line.quote for line in lines] == sorted(line.quote for line in lines)
+    by_quote: dict[int, list[SourceLine]] = {}
+    for line in lines:
+        by_quote.setdefault(line.quote, []).append(line)
+    assert sorted(by_quote) == [q.number for q in sm.quotes]  # every quote has a line
     for q in sm.quotes:
-        parts = [line for line in lines if line.quote == q.number]
-        assert parts, f"quote {q.number} has no line"
+        parts = by_quote[q.number]
         assert [p.part for p in parts] == list(range(1, len(parts) + 1))
         assert {p.parts for p in parts} == {len(parts)}
         assert {p.unit for p in parts} == {q.unit}
-        assert [p.number for p in parts] == list(range(parts[0].number, parts[0].number + len(parts)))
         # Nothing dropped: the parts are the quote, up to whitespace.
         assert squeeze("".join(p.text for p in parts)) == squeeze(q.text)
-        check_sentence_cuts(q.text.strip(), [p.text for p in parts])
-    assert [line.quote for line in lines] == sorted(line.quote for line in lines)
+        check_sentence_cuts(flat(q.text), [p.text for p in parts])
 
 
 def check_sentence_cuts(said: str, parts: list[str]) -> None:
@@ -284,14 +307,15 @@ def check_sentence_cuts(said: str, parts: list[str]) -> None:
 
 
 def check_names(sm: SourceMap) -> None:
+    """Each name and hint is in the text (``an old man`` is named ``the old man``)."""
     flat = re.sub(r"\s+", " ", sm.text).lower()
     names = [c.name for c in sm.names]
     assert len(set(names)) == len(names)
-    for name in names:
-        assert name.lower() in flat
-    for q in sm.quotes:
-        assert q.hint is None or q.hint.lower() in flat
-        assert not q.attributed or q.hint is not None
+    for name in {*names, *(q.hint for q in sm.quotes if q.hint)}:
+        said = name.lower()
+        forms = [said] + ([f"a {said[4:]}", f"an {said[4:]}"] if said.startswith("the ") else [])
+        assert any(form in flat for form in forms), f"{name!r} is not in the text"
+    assert all(q.hint is not None for q in sm.quotes if q.attributed)
 
 
 def check_map(text: str, lang: str) -> SourceMap:
@@ -337,7 +361,7 @@ def test_line_endings_do_not_change_the_map(case):
 
 @settings(BOUNDED, max_examples=250)
 @given(st.sampled_from(LANGUAGES).flatmap(lambda lang: st.tuples(st.just(lang), well_formed_chapter(lang))))
-@example(("zh", ("他说：‘你好，’他低头。‘走吧。’", [(4, 7), (12, 15)])))
+@example(("zh", ("他说：‘你好，’他低头。‘走吧。’", [(4, 7), (13, 16)])))
 @example(("en", ("‘I don’t know,’ said Mei. ‘It’s late.’", [(1, 14), (27, 37)])))
 @example(("en", ("'We're closed,' said Mei. 'Don't.'", [(1, 14), (27, 33)])))
 def test_well_formed_chapters_give_back_their_quotes(case):
@@ -349,27 +373,38 @@ def test_well_formed_chapters_give_back_their_quotes(case):
 
 def long_paragraph(lang: str) -> st.SearchStrategy[str]:
     """A paragraph of narration sentences (each ending a sentence) and quotes between them, longer
-    than a unit: it has sentence ends outside quotes every few hundred characters."""
-    marks = ALL_MARKS[lang][:2]
+    than a unit: it has sentence ends outside quotes every few hundred characters. An English
+    quote may follow a sentence's full stop with no space, and start with a space."""
+    marks = ALL_MARKS[lang]
     glue = SPACE[lang]
 
     @st.composite
     def build(draw) -> str:
-        pieces = []
+        text = ""
         for _ in range(draw(st.integers(4, 24))):
-            pieces.append(draw(sentence(lang)).rstrip(".!?。！？…") + ("." if lang == "en" else "。"))
+            said = draw(sentence(lang)).rstrip(".!?。！？…")
+            text += (glue if text else "") + said + ("." if lang == "en" else "。")
             if draw(st.booleans()):
                 m = draw(st.sampled_from(marks))
-                said = draw(quote_content(lang).filter(lambda s: len(s) < 200 and s.strip()))
+                content = draw(quote_content(lang))[:200]
+                content = content if content.strip() else "x"
                 lead = draw(st.sampled_from(["", " ", "\n"])) if lang == "en" else ""
-                pieces.append(m.opener + lead + said + m.closer + draw(st.sampled_from(ATTRIBUTIONS[lang])))
-        text = glue.join(pieces)
-        limit = MAX_UNIT_CHARS if lang == "en" else MAX_UNIT_CJK_CHARS
-        while len(text) <= limit + 300:
+                text += draw(st.sampled_from([glue, ""])) + m.opener + lead + content + m.closer
+                text += draw(st.sampled_from(ATTRIBUTIONS[lang]))
+        while len(text) <= (MAX_UNIT_CJK_CHARS if is_cjk(text) else MAX_UNIT_CHARS) + 300:
             text = text + glue + text
         return text
 
     return build()
+
+
+def is_cjk(text: str) -> bool:
+    """Whether the chapter is Chinese or Japanese for the length of its units (the spec's rule:
+    most of its characters are kana or ideographs)."""
+    cjk = sum(
+        1 for c in text if "\u3040" <= c <= "\u30ff" or "\u3400" <= c <= "\u9fff" or "\uf900" <= c <= "\ufaff"
+    )
+    return cjk * 2 > len(text.strip() or " ")
 
 
 @settings(BOUNDED, max_examples=60)
@@ -377,30 +412,40 @@ def long_paragraph(lang: str) -> st.SearchStrategy[str]:
     st.sampled_from(LANGUAGES).flatmap(lambda lang: st.tuples(st.just(lang), long_paragraph(lang))),
     st.sampled_from(["", "Before.\n\n", "前。\r\n\r\n"]),
 )
-@example(("en", "A b c d e f g h. " * 70 + 'He left." Go away now, and never come back here," she said. ' * 3), "")
-@example(("en", "A b c d e f g h. " * 70 + 'He left."Go away now, and never come back here," she said. ' * 3), "")
+@example(
+    ("en", "A b c d e f g h. " * 70 + 'He left." Go away now, and never come back here," she said. ' * 3), ""
+)
+@example(
+    ("en", "A b c d e f g h. " * 70 + 'He left."Go away now, and never come back here," she said. ' * 3), ""
+)
 def test_a_long_paragraph_is_cut_into_units_at_sentence_ends_outside_quotes(case, before):
     lang, paragraph = case
     text = before + paragraph + "\n\nAfter."
-    sm = check_map(text, lang)
-    cjk = sum(1 for c in text if "\u3040" <= c <= "\u9fff") * 2 > len(text.strip())
-    limit = MAX_UNIT_CJK_CHARS if cjk else MAX_UNIT_CHARS
-    p = next(p for p in sm.paragraphs if p.end - p.start > limit)
-    index = sm.paragraphs.index(p)
+    sm = check_map(text, lang)  # no unit starts inside a quote, or between its marks
+    limit = MAX_UNIT_CJK_CHARS if is_cjk(text) else MAX_UNIT_CHARS
+    index, p = next((i, p) for i, p in enumerate(sm.paragraphs) if p.end - p.start > limit)
     mine = [u for u in sm.units if u.paragraph == index]
     assert len(mine) >= 2
-    for u in mine[1:]:  # each cut right after a sentence end, never inside a quote (check_quotes)
-        assert SENTENCE_END.search(text[max(p.start, u.start - 4) : u.start + 1])
+    for u in mine[1:]:  # each cut right after a sentence end
+        assert ENDS_A_SENTENCE.search(text[p.start : u.start].rstrip()), text[u.start - 20 : u.start + 5]
+    for u, v in pairwise(mine):  # each unit as long as it may be (its sentences are short)
+        assert v.start - max(u.start, p.start) <= limit
     assert sm.units_of_paragraphs(index, index) == (mine[0].number, mine[-1].number)
 
 
 # ------------------------------------------------------------------ linear time
 
-NAMES_EN = [a + b + c for a in "BCDFGHJKLMNPRSTVWZ" for b in "aeiou" for c in "bdgklmnprstvz"]
+NAMES_EN = [
+    a + b + c + d for a in "BCDFGHJKLMNPRSTVWZ" for b in "aeiou" for c in "bdgklmnprstvz" for d in "aeiou"
+]
 SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏"
 GIVEN = "一二三四五六七八九十百千万甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉戌亥"
 NAMES_ZH = [s + g for s in SURNAMES for g in GIVEN]
 NAMES_JA = [a + b for a in "山川田中木林森石岡村松竹梅桜花鳥風月星空海" for b in "一二三四五六七八九十百千万"]
+
+
+def _repeat(unit: str, n: int) -> str:
+    return unit * (n // len(unit) + 1)
 
 
 def _one_line(text: str) -> str:
@@ -413,7 +458,10 @@ def _one_line(text: str) -> str:
 # other, each candidate searched for through the whole narration, each stray single quote
 # searching on for a thousand characters.
 SHAPES = {
-    "the demo chapter, on one line, again and again": ("en", lambda n: _one_line(DEMO.read_text()) * 200),
+    "the demo chapter, on one line, again and again": (
+        "en",
+        lambda n: _repeat(_one_line(DEMO.read_text()), n),
+    ),
     "quotes, the names only at the end": (
         "en",
         lambda n: '"We are closed." ' * (n // 17) + "Later Mei met Tobias, and Tobias met Mei.",
@@ -428,22 +476,22 @@ SHAPES = {
     ),
     "Chinese: clauses opened by a thousand names": (
         "zh",
-        lambda n: "".join(f"，{c}走了。“你好。”" for c in NAMES_ZH * 3),
+        lambda n: _repeat("".join(f"，{c}走了。“你好。”，{c}笑了。" for c in NAMES_ZH), n),
     ),
     "Chinese: attributions, every one a new name": (
         "zh",
-        lambda n: "".join(f"“好。”{c}说。" for c in NAMES_ZH * 3),
+        lambda n: _repeat("".join(f"“好。”{c}说。" for c in NAMES_ZH), n),
     ),
     "Japanese: attributions, every one a new name": (
         "ja",
         lambda n: "".join(f"「はい。」と{c}が言った。{c}は笑った。" for c in NAMES_JA * 20),
     ),
-    "unbalanced: opening marks only": ("en", lambda n: "He said “wait and went. " * (n // 20)),
-    "unbalanced: closing marks only": ("zh", lambda n: "他说完了”」』走了。" * (n // 10)),
-    "unbalanced: every mark, none closed": ("zh", lambda n: "“甲「乙『丙‘丁 " * (n // 8)),
-    "unbalanced: straight single quotes that open and never close": ("en", lambda n: " 'em " * (n // 5)),
-    "unbalanced: curly single quotes that open and never close": ("en", lambda n: " ‘tis" * (n // 5)),
-    "Japanese: opening marks only": ("ja", lambda n: "「雨『風“光。" * (n // 7)),
+    "unbalanced: opening marks only": ("en", lambda n: _repeat("He said “wait and went. ", n)),
+    "unbalanced: closing marks only": ("zh", lambda n: _repeat("他说完了”」』走了。", n)),
+    "unbalanced: every mark, none closed": ("zh", lambda n: _repeat("“甲「乙『丙‘丁 ", n)),
+    "unbalanced: straight single quotes that open and never close": ("en", lambda n: _repeat(" 'em ", n)),
+    "unbalanced: curly single quotes that open and never close": ("en", lambda n: _repeat(" ‘tis", n)),
+    "Japanese: opening marks only": ("ja", lambda n: _repeat("「雨『風“光。", n)),
 }
 
 
@@ -460,7 +508,7 @@ def test_source_map_time_is_linear_in_the_chapter(shape):
         large = min(large, cpu_seconds_per_call(lambda: build(chapters[4 * n], lang)))
     # Linear work gives 4x; quadratic 16x.
     assert large < 8 * small + 0.005, f"{small * 1e3:.1f} ms at {n}, {large * 1e3:.1f} ms at {4 * n}"
-    assert large < 0.5, f"{large * 1e3:.0f} ms for {4 * n} characters"
+    assert large < 1.0, f"{large * 1e3:.0f} ms for {4 * n} characters"
     check_map(chapters[4 * n], lang)
 
 
@@ -476,8 +524,9 @@ def test_english_attributions_give_the_hint():
     assert hints('"We\'re closed," said Tobias from behind the counter.', "en") == [
         ("We're closed,", "Tobias")
     ]
+    # No name next to the first quote: the name nearest it in its paragraph (after it, here).
     sm = source_map('"We\'re closed," said a voice. "Open," said Tobias.', "en")
-    assert [(q.hint, q.attributed) for q in sm.quotes] == [(None, False), ("Tobias", True)]
+    assert [(q.hint, q.attributed) for q in sm.quotes] == [("Tobias", False), ("Tobias", True)]
 
 
 def test_the_demo_chapter():
@@ -524,7 +573,7 @@ def test_chinese_fallback_marks():
     assert [q.text for q in sm.quotes] == ["你来了。", "坐吧。"]
     assert sm.quotes[0].hint == "沈青衣"
     # Single curly quotes, as Chinese sets them: right after a character, a character right after.
-    assert find_quote_spans("他说：‘你好，’他低头。‘走吧。’", "zh") == [(4, 7), (12, 15)]
+    assert find_quote_spans("他说：‘你好，’他低头。‘走吧。’", "zh") == [(4, 7), (13, 16)]
     assert find_quote_spans("书名是《雨夜》。", "zh") == []
 
 
@@ -537,7 +586,7 @@ def test_a_chapter_without_marks_has_units_and_no_quotes():
     sm = check_map(text, "en")
     assert sm.quotes == () and sm.lines == ()
     assert len(sm.units) == 3
-    assert [sm.unit_text(u.number) for u in sm.units][0] == "Rain fell on the lane."
+    assert sm.unit_text(1) == "Rain fell on the lane."
 
 
 def test_crlf_lines_are_lines_not_paragraphs():

@@ -16,9 +16,10 @@ it that its scene covers (``Grounding``: a range of units). By construction:
   writes it as ``likely`` right before the model chooses the ``speaker``; the model decides;
 - **the cast** is the people the chapter names (``SourceMap.names``: the speakers its
   attributions name, and the names it uses again and again), strongest first, at most
-  ``max_characters``: the grammar writes each name (a ``const``) and the model writes each one's
-  id and look. A series bible's entry is used for a name it knows. A chapter that names nobody the
-  rules recognise gets a cast in the model's own words (with a warning).
+  ``max_characters``: the grammar writes each name (a ``const``) and, for a name with a Latin
+  spelling, its id (``name_ids``); the model writes the other ids and each one's look. A series
+  bible's entry is used for a name it knows. A chapter that names nobody the rules recognise gets
+  a cast in the model's own words (with a warning).
 
 Repairs (each logged as a repair of the call): panel starts that go back are sorted; lines chosen
 out of the chapter's order are sorted. Problems sent back to the model: a quoted line chosen twice,
@@ -28,6 +29,8 @@ a name the chapter never uses (a server that ignores the schema's ``enum``).
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +38,7 @@ from typing import Any
 from ..names import fold, name_match
 from ..repair import Repair
 from ..source import SourceLine, SourceMap, source_map
-from .models import NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
+from .models import MAX_ID, NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +84,25 @@ def cast_names(grounding: Grounding, known: Sequence[str] = ()) -> tuple[list[st
     the chapter names nobody."""
     candidates = [c.name for c in grounding.map.names]
     return list(dict.fromkeys([*candidates, *known])), candidates
+
+
+def name_ids(names: Sequence[str]) -> dict[str, str]:
+    """Ids for the names that have a Latin spelling (``the old man`` → ``old_man``, ``Mr. Hollis`` →
+    ``mr_hollis``), unique, never the narrator's; a name without one (``沈青衣``) gets none: the model
+    writes it."""
+    ids: dict[str, str] = {}
+    for name in names:
+        ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
+        slug = re.sub(r"[^a-z0-9]+", "_", ascii_name).strip("_")
+        slug = re.sub(r"^(?:the|a|an)_", "", slug)[:MAX_ID]
+        if not slug or not slug[0].isalpha() or len(slug) * 2 < len(name.replace(" ", "")):
+            continue  # no Latin spelling (or only a fragment of one)
+        base, n = slug, 1
+        while slug in ids.values() or slug == NARRATOR:
+            n += 1
+            slug = f"{base[: MAX_ID - len(str(n)) - 1]}_{n}"
+        ids[name] = slug
+    return ids
 
 
 def repair_ids(data: dict[str, Any]) -> tuple[dict[str, Any], list[Repair]]:

@@ -109,19 +109,23 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def cast_call_schema(
-    max_characters: int, names: Sequence[str] = (), required: Sequence[str] = ()
+    max_characters: int,
+    names: Sequence[str] = (),
+    required: Sequence[str] = (),
+    ids: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Schema of the first call: the cast, 1..``max_characters`` characters.
 
     With ``required`` names (the names the chapter uses, ``screenplay/grounded.py``), the cast is
     exactly those, in order (at most ``max_characters``): each a ``prefixItems`` entry whose name is
-    a ``const``; the model writes each one's id and look. ``names`` is accepted for the callers'
-    symmetry; a name outside it is a problem the call's check reports."""
+    a ``const``, and so is its id where ``ids`` gives one; the model writes the rest. ``names`` is
+    accepted for the callers' symmetry; a name outside it is a problem the call's check reports."""
 
-    def character(name: dict[str, Any]) -> dict[str, Any]:
+    def character(name: dict[str, Any], cid: str | None = None) -> dict[str, Any]:
+        free = {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": ID_PATTERN}
         return _object(
             {
-                "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": ID_PATTERN},
+                "id": {"type": "string", "const": cid} if cid else free,
                 "name": name,
                 "appearance": _string(MAX_APPEARANCE),
             }
@@ -133,7 +137,7 @@ def cast_call_schema(
         return _object({"characters": {**items, "maxItems": max_characters}})
     array = {
         "type": "array",
-        "prefixItems": [character({"type": "string", "const": n}) for n in forced],
+        "prefixItems": [character({"type": "string", "const": n}, (ids or {}).get(n)) for n in forced],
         "items": False,
         "minItems": len(forced),
         "maxItems": len(forced),
@@ -190,24 +194,9 @@ def grounded_script_call_schema(
         )
         for j, pid in enumerate(ids)
     ]
-
-    def line(quote: dict[str, Any], likely: str | None = None) -> dict[str, Any]:
-        hint = {"likely": {"type": "string", "const": likely}} if likely else {}
-        speaker = {"$ref": "#/$defs/speaker"}
-        return _object({"quote": quote, **hint, "speaker": speaker, "emotion": {"$ref": "#/$defs/emotion"}})
-
-    kept = len(lines) if dialogue >= len(lines) else dialogue
-    if dialogue >= len(lines):
-        quoted: dict[str, Any] = {
-            "type": "array",
-            "prefixItems": [line({"type": "integer", "const": n}, (hints or {}).get(n)) for n in lines],
-            "items": False,
-        }
-    else:
-        quoted = {"type": "array", "items": line({"type": "integer", "enum": list(lines)})}
-    quoted.update(minItems=kept, maxItems=kept)
+    quoted = _quoted_lines(lines, dialogue, hints or {})
     caption = _object({"line": _string(MAX_LINE), "panel": _enum(ids)})
-    captions = dialogue - kept
+    captions = dialogue - quoted["maxItems"]
     schema = _object(
         {
             "title": _string(MAX_TITLE),
@@ -223,6 +212,35 @@ def grounded_script_call_schema(
         }
     )
     return {"$defs": defs, **schema}
+
+
+def _quoted_lines(lines: Sequence[int], dialogue: int, hints: dict[int, str]) -> dict[str, Any]:
+    """The grounded script's ``dialogue`` array: every quoted line of ``lines``, in order (a
+    ``const`` number each, and a ``const`` ``likely`` speaker where ``hints`` has one) when
+    ``dialogue`` holds them all; else ``dialogue`` items that each pick a number. With no quoted
+    line (a chapter without quote marks), an empty array: JSON Schema wants ``prefixItems`` and
+    ``enum`` non-empty, and llama-server wants ``items`` an object."""
+
+    def line(quote: dict[str, Any], likely: str | None = None) -> dict[str, Any]:
+        hint = {"likely": {"type": "string", "const": likely}} if likely else {}
+        speaker = {"$ref": "#/$defs/speaker"}
+        return _object({"quote": quote, **hint, "speaker": speaker, "emotion": {"$ref": "#/$defs/emotion"}})
+
+    kept = min(dialogue, len(lines))
+    if not lines:
+        quoted: dict[str, Any] = {
+            "type": "array",
+            "items": line({"type": "integer", "minimum": 1, "maximum": 1}),
+        }
+    elif dialogue >= len(lines):
+        quoted = {
+            "type": "array",
+            "prefixItems": [line({"type": "integer", "const": n}, hints.get(n)) for n in lines],
+            "items": False,
+        }
+    else:
+        quoted = {"type": "array", "items": line({"type": "integer", "enum": list(lines)})}
+    return {**quoted, "minItems": kept, "maxItems": kept}
 
 
 def panel_ids(panels: int) -> list[str]:

@@ -22,6 +22,7 @@ from .grounded import (
     cast_names,
     grounded_problems,
     line_hints,
+    name_ids,
     name_problems,
     panel_starts,
     quote_listing,
@@ -321,7 +322,8 @@ def cast_step(
     if prompts.grounding is not None:
         known = [n for c in bible.characters for n in (c.name, *c.aliases)] if bible else []
         names, required = cast_names(prompts.grounding, known)
-        if not names:
+        if not required:  # nobody named: the names are the model's own (a bible's still map after)
+            names = []
             logger.warning(
                 "screenplay cast: the chapter names nobody the rules recognise (speakers next to quotes, "
                 "names used again and again); the cast's names are the model's own"
@@ -331,7 +333,7 @@ def cast_step(
         found = cast_problems(d["characters"]) or model_problems(_Cast, d)
         return found or (name_problems(d["characters"], names) if names else [])
 
-    schema = cast_call_schema(request.max_characters, names, required)
+    schema = cast_call_schema(request.max_characters, names, required, name_ids(required))
 
     def repair(d: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         d, renamed = repair_ids(d) if names else (d, [])

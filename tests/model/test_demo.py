@@ -20,7 +20,10 @@ import jsonschema
 import pytest
 from PIL import Image
 
-from mangaka.screenplay import validate_screenplay
+from mangaka.evaluate import dialogue_kept
+from mangaka.names import name_match
+from mangaka.screenplay import Screenplay, validate_screenplay
+from mangaka.source import find_quotes
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text(encoding="utf-8"))
@@ -44,10 +47,33 @@ def assert_demo_outputs(stdout: str, cwd: Path) -> dict:
     data = json.loads(screenplay.read_text(encoding="utf-8"))
     jsonschema.validate(data, SCHEMA)
     assert validate_screenplay(data) == []
+    assert_demo_keeps_its_chapter(data)
     with Image.open(storyboard) as page:
         assert page.width > 500 and page.height > 500
         assert sum(1 for n in page.convert("L").histogram() if n) > 8  # drawn, not blank
     return data
+
+
+def assert_demo_keeps_its_chapter(data: dict) -> None:
+    """The demo's screenplay keeps its chapter: at least 5 of its 6 quoted lines, verbatim and in
+    order; a cast of Mei and the old man (by name or alias) and nobody the chapter does not name;
+    each of them shown in a panel the storyboard draws."""
+    chapter = (ROOT / "prompts" / "samples" / "demo_chapter.en.txt").read_text(encoding="utf-8")
+    quotes = find_quotes(chapter, "en")
+    assert len(quotes) == 6
+    screenplay = Screenplay.model_validate(data)
+    kept = dialogue_kept(chapter, screenplay)
+    assert kept.kept >= 5 and kept.in_order, kept.message
+    flat = [" ".join(q.split()) for q in quotes]
+    for line in screenplay.dialogue:
+        if line.quote is not None:
+            assert line.line == flat[line.quote - 1]
+    names = [c.name for c in screenplay.characters]
+    for who in (["Mei"], ["the old man", "old man", "An old man"]):
+        assert any(name_match(n, who, "en") for n in names), (who, names)
+    assert all(name_match(n, ["Mei", "the old man"], "en") for n in names), names
+    shown = {cid for p in screenplay.panels for cid in p.characters}
+    assert len(shown) >= 1 and shown <= {c.id for c in screenplay.characters}
 
 
 def _copy_checkout(dest: Path) -> None:

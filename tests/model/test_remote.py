@@ -28,7 +28,8 @@ from mangaka.devtools.tiny_models import write_model
 from mangaka.errors import ContextOverflowError, GenerationError, InvalidOutputError
 from mangaka.llm.base import PRESETS
 from mangaka.llm.openai import AuthError, OpenAICompatibleLLM
-from mangaka.screenplay import validate_screenplay, write_screenplay
+from mangaka.screenplay import ScreenplayRequest, validate_screenplay, write_screenplay
+from mangaka.source import source_map
 from mangaka.structured import generate_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,6 +155,56 @@ def test_screenwriter_through_the_server_returns_a_schema_valid_screenplay(serve
     jsonschema.validate(data, SCHEMA)
     assert validate_screenplay(data) == []
     assert llm.flavor == FLAVOR[server.kind]  # found by asking /v1/models
+
+
+# A chapter of 3 quoted lines (one "…," said Mei) and 2 names (Jun, Mei): 4 units.
+GROUNDED = (
+    "Rain drummed on the tin roof of the noodle stall. Mei wiped the counter and watched the street.\n\n"
+    'Jun ducked under the awning, shaking water from his coat. "One bowl, the spicy one," Jun said.\n\n'
+    '"You always order the spicy one," said Mei, reaching for the ladle.\n\n'
+    'Jun laughed and sat on the last free stool. "Then I am a man of habit."\n'
+)
+
+
+class RecordingLLM(OpenAICompatibleLLM):
+    """The backend as it is, keeping each call's schema and reply text (before the engine parses it)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls: list[tuple[dict | None, str]] = []
+
+    def complete(self, messages, *, schema=None, **kwargs):
+        done = super().complete(messages, schema=schema, **kwargs)
+        self.calls.append((schema, done.text))
+        return done
+
+
+def test_a_grounded_screenplay_through_the_server_quotes_the_chapter_verbatim(server):
+    llm = RecordingLLM(server.url)
+    result = write_screenplay(llm, GROUNDED, ScreenplayRequest(language="en", panels=3, dialogue="auto"))
+    data = result.screenplay.model_dump(mode="json")
+    jsonschema.validate(data, SCHEMA)
+    assert validate_screenplay(data) == []
+    m = source_map(GROUNDED, "en")
+    assert len(m.lines) == 3 and len(m.units) == 4
+    sp = result.screenplay
+    quoted = [line for line in sp.dialogue if line.quote is not None]
+    assert [(q.quote, q.line) for q in quoted] == [(n.number, n.text) for n in m.lines]  # all 3, in order
+    assert [c.name for c in sp.characters] == [c.name for c in m.names] == ["Jun", "Mei"]
+    sources = [p.source for p in sp.panels]
+    assert len(sp.panels) == 3 and all(s is not None for s in sources)
+    covered = [unit for first, last in sources for unit in range(first, last + 1)]
+    assert covered == list(range(1, len(m.units) + 1)), sources  # units 1..n, in order, each once
+    # The grammar reached the server: a random-weight model's raw reply to each call is JSON valid
+    # against the schema sent, with every quote number (a const) written, in order, at the first try.
+    assert [a.call for a in result.attempts] == ["screenplay cast", "screenplay script"], result.attempts
+    for schema, text in llm.calls:
+        jsonschema.Draft202012Validator(schema).validate(json.loads(text))
+    sent, reply = llm.calls[-1]
+    assert "$defs" in sent and "prefixItems" in sent["properties"]["dialogue"]  # what the server had to take
+    script = json.loads(reply)
+    assert [line["quote"] for line in script["dialogue"]] == [1, 2, 3]
+    assert llm.flavor == FLAVOR[server.kind]
 
 
 def test_progress_streams_and_cancel_stops(server):

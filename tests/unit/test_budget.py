@@ -182,8 +182,18 @@ def _spaced(value: Any) -> str:
         cast_call_schema(8, ["Mei", "Akira", "Sensei"], ["Mei", "Akira"]),
         grounded_script_call_schema(["akira", "mei"], 6, (3, 9), [4, 5, 6, 7], 8),
         grounded_script_call_schema(["akira", "mei"], 3, (1, 9), list(range(1, 11)), 4),
+        grounded_script_call_schema(["akira"], 2, (1, 3), [], 2),
     ],
-    ids=["cast", "script", "script-minimal", "stored", "cast-named", "grounded", "grounded-fewer"],
+    ids=[
+        "cast",
+        "script",
+        "script-minimal",
+        "stored",
+        "cast-named",
+        "grounded",
+        "grounded-fewer",
+        "grounded-no-quotes",
+    ],
 )
 def test_the_screenplay_schemas_are_bounded_and_their_longest_output_fits(schema: dict[str, Any]):
     budget = json_byte_budget(schema)

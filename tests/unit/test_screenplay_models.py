@@ -77,8 +77,9 @@ OPTIONAL = {"/$defs/Panel": {"scene", "source"}, "/$defs/Line": {"quote"}}
         cast_call_schema(16, ["Mei", "Akira"], ["Mei", "Akira"]),
         grounded_script_call_schema(["a", "b"], 24, (1, 30), list(range(1, 41)), 48),
         grounded_script_call_schema(["a", "b"], 24, (5, 30), list(range(6, 61)), 48),
+        grounded_script_call_schema(["a", "b"], 2, (1, 3), [], 2),  # a chapter without quote marks
     ],
-    ids=["stored", "cast", "script", "cast-named", "grounded", "grounded-fewer"],
+    ids=["stored", "cast", "script", "cast-named", "grounded", "grounded-fewer", "grounded-no-quotes"],
 )
 def test_every_string_and_array_is_bounded_and_no_union_is_used(schema: dict[str, Any]):
     check_schema(schema)

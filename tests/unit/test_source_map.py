@@ -391,7 +391,9 @@ def long_paragraph(lang: str) -> st.SearchStrategy[str]:
                 lead = draw(st.sampled_from(["", " ", "\n"])) if lang == "en" else ""
                 text += draw(st.sampled_from([glue, ""])) + m.opener + lead + content + m.closer
                 text += draw(st.sampled_from(ATTRIBUTIONS[lang]))
-        while len(text) <= (MAX_UNIT_CJK_CHARS if is_cjk(text) else MAX_UNIT_CHARS) + 300:
+        # Longer than a unit of either kind by more than the widest gap between two sentence ends
+        # outside quotes (a sentence, a quote of 200 characters, an attribution).
+        while len(text) <= MAX_UNIT_CHARS + 400:
             text = text + glue + text
         return text
 

@@ -5,7 +5,8 @@ quoted line in the chapter, so a chapter written with other marks still has its 
 
 - English: ``"…"`` (straight double quotes, as in pasted prose) and ``“…”``; else ``‘…’`` or
   ``'…'`` (single quotes, whose closing mark followed by a letter is an apostrophe, not a close);
-- Chinese: ``“…”`` and ``「…」``; else ``『…』``, ``‘…’`` and ``《…》`` is never a quote (a title);
+- Chinese: ``“…”`` and ``「…」``; else ``『…』``, ``‘…’`` (set right against the characters around
+  it: no apostrophe rule) and ``《…》`` is never a quote (a title);
 - Japanese: ``「…」`` and ``『…』``; else ``“…”``.
 
 A span opens at an opening mark and closes at the first matching closing mark, unless one of

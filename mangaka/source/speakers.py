@@ -225,7 +225,8 @@ def _mentions_ja(narration: str) -> Counter[str]:
 
 def find_names(narration: str, attributed: Sequence[str | None], language: str) -> list[NameCandidate]:
     """Candidates for the cast from the chapter's ``narration`` (its text outside quotes) and the
-    speakers its attributions name; strongest first, at most ``MAX_NAMES``."""
+    speakers its attributions name; strongest first, at most ``MAX_NAMES``, none longer than
+    ``MAX_NAME_CHARS``."""
     said = Counter(a for a in attributed if a)
     counter = {"en": _mentions_en, "zh": _mentions_zh, "ja": _mentions_ja}[language]
     used = counter(narration)

@@ -57,12 +57,15 @@ class Usage:
     completion_tokens: int = 0
     # Prompt tokens actually decoded this call (the rest came from a reused prefix).
     prompt_tokens_decoded: int = 0
+    # Of the completion tokens, those the grammar forced (jump-forward; 0 where the backend cannot tell).
+    forced_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.prompt_tokens_decoded + other.prompt_tokens_decoded,
+            self.forced_tokens + other.forced_tokens,
         )
 
 

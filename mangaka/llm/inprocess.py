@@ -236,8 +236,12 @@ class LlamaCppLLM:
             text, finish, n_out, reused = self._run(
                 tokens, boundaries, grammar, engine, sampling, budget, on_progress, cancel
             )
+            forced = self.last_forced_tokens  # under the lock: this call's
         usage = Usage(
-            prompt_tokens=n_prompt, completion_tokens=n_out, prompt_tokens_decoded=n_prompt - reused
+            prompt_tokens=n_prompt,
+            completion_tokens=n_out,
+            prompt_tokens_decoded=n_prompt - reused,
+            forced_tokens=forced,
         )
         if thinking:
             reasoning, answer, closed = split_reasoning(text, prefilled_open=self._prefilled_think(tokens))
@@ -276,6 +280,7 @@ class LlamaCppLLM:
             return stop_watch.poll()
 
         constraint = make_constraint(engine, llama, grammar) if grammar is not None else None
+        self.last_forced_tokens = 0
         interrupt = _InterruptToAbort(flag)
         try:
             with interrupt, stop_watch:

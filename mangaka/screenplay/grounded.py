@@ -21,9 +21,10 @@ it that its scene covers (``Grounding``: a range of units). By construction:
   bible's entry is used for a name it knows. A chapter that names nobody the rules recognise gets
   a cast in the model's own words (with a warning).
 
-Repairs (each logged as a repair of the call): panel starts that go back are sorted; lines chosen
-out of the chapter's order are sorted. Problems sent back to the model: a quoted line chosen twice,
-a name the chapter never uses (a server that ignores the schema's ``enum``).
+Repairs (each logged as a repair of the call): panel starts that go back are sorted; a quoted line
+chosen twice becomes the nearest line not chosen; lines chosen out of the chapter's order are
+sorted. Problems sent back to the model (a server that ignores the schema's ``enum`` or ``const``):
+a quoted line not in the call's part, a name the chapter never uses.
 """
 
 from __future__ import annotations
@@ -191,19 +192,41 @@ def panel_ranges(starts: Sequence[int], last: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def repair_grounded(script: dict[str, Any]) -> tuple[dict[str, Any], list[Repair]]:
-    """Panel starts in chapter order, quoted lines in chapter order (both sorted, never dropped)."""
+def repair_grounded(
+    script: dict[str, Any], numbers: Sequence[int] = ()
+) -> tuple[dict[str, Any], list[Repair]]:
+    """Panel starts in chapter order; a quoted line chosen twice (when the model picks fewer lines
+    than the chapter has) becomes the nearest line not chosen (``numbers``: the call's quoted
+    lines; the next one after it first); quoted lines in chapter order. Never drops a line."""
     repairs: list[Repair] = []
     panels = script["panels"]
     starts = [p["from"] for p in panels]
     if starts != sorted(starts):
         repairs.append(Repair("panels[].from", f"starts {starts} sorted into chapter order"))
         panels = [{**p, "from": s} for p, s in zip(panels, sorted(starts), strict=True)]
-    lines = script["dialogue"]
-    numbers = [d["quote"] for d in lines]
-    if numbers != sorted(numbers):
-        repairs.append(Repair("dialogue[].quote", f"lines {numbers} sorted into the chapter's order"))
+    lines = [dict(d) for d in script["dialogue"]]
+    chosen = {d["quote"] for d in lines}
+    seen: set[int] = set()
+    for i, d in enumerate(lines):
+        if d["quote"] in seen and d["quote"] in numbers:
+            free = [n for n in numbers if n not in chosen]
+            if free:
+                nearest = min(free, key=lambda n: (abs(n - d["quote"]), n < d["quote"]))
+                repairs.append(
+                    Repair(
+                        f"dialogue[{i}].quote",
+                        f"line {d['quote']} chosen again; now line {nearest}, the nearest not chosen",
+                    )
+                )
+                d["quote"] = nearest
+                chosen.add(nearest)
+        seen.add(d["quote"])
+    order = [d["quote"] for d in lines]
+    if order != sorted(order):
+        repairs.append(Repair("dialogue[].quote", f"lines {order} sorted into the chapter's order"))
         lines = sorted(lines, key=lambda d: d["quote"])
+    if not repairs:
+        return script, []
     return {**script, "panels": panels, "dialogue": lines}, repairs
 
 

@@ -408,12 +408,6 @@ def assemble(script: dict[str, Any], cast: list[Character], prompts: Prompts) ->
     return assemble_screenplay(script, cast, prompts.request.language)
 
 
-def _grounded_repair(script: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    script, repairs = repair_script(script)
-    script, more = repair_grounded(script)
-    return script, repairs + more
-
-
 def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
     """The script call: exactly N lines and M panels under a schema built from ``cast``."""
     if prompts.grounding is not None:
@@ -449,6 +443,12 @@ def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: Call
     return Step.of(script, tries)
 
 
+def _grounded_repair(script: dict[str, Any], numbers: list[int]) -> tuple[dict[str, Any], list[Any]]:
+    script, repairs = repair_script(script)
+    script, more = repair_grounded(script, numbers)
+    return script, repairs + more
+
+
 def _grounded_script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
     """The script call of a grounded request: panels from units, the chapter's quoted lines, captions."""
     request = prompts.request
@@ -481,7 +481,7 @@ def _grounded_script_step(llm: LLM, prompts: Prompts, cast: list[Character], con
         llm,
         prompts.messages(task),
         schema,
-        repair=_grounded_repair,
+        repair=lambda data: _grounded_repair(data, numbers),
         validate=check_script,
         max_attempts=request.max_attempts,
         max_tokens=json_token_budget(schema),

@@ -108,6 +108,7 @@ def run(model, mode, schema, monkeypatch, **options):
                         on_progress=lambda n, _t: steps.append(n))  # fmt: skip
     assert done.finish_reason == "stop", (mode, done.text[-200:])
     assert steps and steps[-1] == done.usage.completion_tokens == len(seen["tokens"])
+    assert done.usage.forced_tokens == llm.last_forced_tokens  # the call's Usage carries its forced share
     jsonschema.validate(json.loads(done.text), schema)
     return done.text, seen["tokens"], seen["prompt"], llm.last_forced_tokens, len(steps), llm
 

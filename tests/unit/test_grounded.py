@@ -353,26 +353,35 @@ def test_out_of_order_starts_and_quotes_are_sorted_as_repairs_and_nothing_is_dro
     assert [d.quote for d in result.screenplay.dialogue] == [1, 3]
 
 
-def test_a_quoted_line_chosen_twice_is_sent_back():
+def test_a_quoted_line_chosen_twice_becomes_the_nearest_line_not_chosen():
     grounding = Grounding.of(EN, "en")
+    numbers = [line.number for line in grounding.lines]
+    assert numbers == [1, 2, 3]
+    fixed, repairs = repair_grounded(_script([1, 2, 3], [2, 2], []), numbers)
+    assert [d["quote"] for d in fixed["dialogue"]] == [2, 3]  # the next one after it first
+    assert [str(r) for r in repairs] == [
+        "dialogue[1].quote: line 2 chosen again; now line 3, the nearest not chosen"
+    ]
+    fixed, repairs = repair_grounded(_script([1, 2, 3], [3, 3], []), numbers)
+    assert [d["quote"] for d in fixed["dialogue"]] == [2, 3]  # none after: the one before, then sorted
+    assert len(repairs) == 2
+    # a duplicate left after repair (no line free) is still a problem for the model
     assert grounded_problems(_script([1, 2, 3], [2, 2], []), grounding) == [
         "dialogue[1].quote: line 2 is already used; choose another one"
     ]
-    assert grounded_problems(_script([1, 2, 3], [1, 2], []), grounding) == []
     scene = Grounding(grounding.map, 3, 3)  # quote 1 is in unit 2, outside this part
     assert grounded_problems(_script([3], [1], []), scene) == [
         "dialogue[0].quote: 1 is not one of the quoted lines listed"
     ]
-    llm = SchemaLLM(
-        cast_reply,
-        lambda schema: script_reply(schema, quotes=[2, 2]),
-        lambda schema: script_reply(schema, quotes=[1, 2]),
-    )
+    # in a call: repaired and logged, never retried
+    llm = SchemaLLM(cast_reply, lambda schema: script_reply(schema, quotes=[2, 2]))
     result = write_screenplay(llm, EN, panels=3, dialogue=2)
-    assert [bool(a.problems) for a in result.attempts] == [False, True, False]
-    feedback = llm.calls[2]["messages"][-1]["content"]
-    assert "dialogue[1].quote: line 2 is already used; choose another one" in feedback
-    assert [d.quote for d in result.screenplay.dialogue] == [1, 2]
+    assert len(result.attempts) == 2
+    assert (
+        "screenplay script: dialogue[1].quote: line 2 chosen again; now line 3, the nearest not chosen"
+        in result.repairs
+    )
+    assert [d.quote for d in result.screenplay.dialogue] == [2, 3]
 
 
 # ---- whole screenplays ----

@@ -29,6 +29,7 @@ from .decoding import (
     prefix_reuse,
 )
 from .demo import demo_run
+from .grounded import grounded_vs_free
 from .manga_page import manga_page_run
 from .memory import lora_memory
 from .page import page_compose
@@ -60,6 +61,9 @@ def run(
             gpu_layers,
             n,
             reps if quick else 5,
+        ),
+        "grounded": lambda: grounded_vs_free(
+            {"embedded": demo_model_path(), "gemma": gemma_path()}, threads, gpu_layers, 1 if quick else 2
         ),
         "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
         "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),

@@ -40,6 +40,7 @@ from ..names import fold, name_match
 from ..repair import Repair
 from ..source import SourceLine, SourceMap, source_map
 from .models import MAX_ID, NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
+from .schema import grounded_script_call_schema
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +184,40 @@ def line_hints(grounding: Grounding, cast: Sequence[Character], language: str) -
     return hints
 
 
+def stored_panel(
+    p: dict[str, Any], dialogue: list[str], characters: list[str], source: list[int] | None = None
+) -> Panel:
+    """The stored panel of a script reply's panel ``p``, with its lines, characters and source."""
+    return Panel(
+        id=p["id"],
+        shot=p["shot"],
+        angle=p["angle"],
+        action=p["action"],
+        characters=characters,
+        expression=p["expression"],
+        background=p["background"],
+        lighting=p["lighting"],
+        props=p["props"],
+        dialogue=dialogue,
+        source=source,
+    )
+
+
+def script_schema(
+    grounding: Grounding, cast_ids: list[str], panels: int, dialogue: int, hints: dict[int, str]
+) -> dict[str, Any]:
+    """The grounded script call's schema for this part of the chapter (``schema.py`` builds it)."""
+    return grounded_script_call_schema(
+        cast_ids,
+        panels,
+        grounding.units,
+        [line.number for line in grounding.lines],
+        dialogue,
+        panel_starts(grounding, panels),
+        hints,
+    )
+
+
 def panel_ranges(starts: Sequence[int], last: int) -> list[tuple[int, int]]:
     """Each panel's units from the panels' (sorted) starts: up to the next start, the last to ``last``."""
     ranges = []
@@ -289,21 +324,7 @@ def assemble_grounded(
                         quote=source.quote,
                     )
                 )
-        stored.append(
-            Panel(
-                id=p["id"],
-                shot=p["shot"],
-                angle=p["angle"],
-                action=p["action"],
-                characters=shown,
-                expression=p["expression"],
-                background=p["background"],
-                lighting=p["lighting"],
-                props=p["props"],
-                dialogue=ids,
-                source=list(ranges[j]),
-            )
-        )
+        stored.append(stored_panel(p, ids, shown, list(ranges[j])))
     return Screenplay(
         version=SCREENPLAY_VERSION,
         title=script["title"],

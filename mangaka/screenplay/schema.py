@@ -145,6 +145,20 @@ def cast_call_schema(
     return _object({"characters": array})
 
 
+def _panel_parts(cast_ids: list[str]) -> dict[str, Any]:
+    """A panel's drawn parts, shared by both script schemas (each a ``$defs`` entry)."""
+    return {
+        "shot": _enum(SHOTS),
+        "angle": _enum(ANGLES),
+        "characters": {"type": "array", "items": _enum(cast_ids), "maxItems": len(cast_ids)},
+        "action": _string(MAX_ACTION),
+        "expression": _string(MAX_EXPRESSION, 0),
+        "background": _string(MAX_BACKGROUND),
+        "lighting": _string(MAX_LIGHTING, 0),
+        "props": {"type": "array", "items": _string(MAX_PROP), "maxItems": MAX_PROPS},
+    }
+
+
 def grounded_script_call_schema(
     cast_ids: list[str],
     panels: int,
@@ -158,25 +172,16 @@ def grounded_script_call_schema(
 
     ``panels`` panels, each with ``from``, the source unit where it starts (a ``const`` from
     ``starts`` when given, else an enum of ``units`` with the first panel's the first unit); then
-    the quoted lines (a ``likely`` speaker written by the grammar before the speaker where ``hints``
-    has one for the line) (``lines``: their numbers) with a
-    speaker and an emotion each; then narrator captions. When ``dialogue`` lines hold every quoted
+    the quoted lines (``lines``: their numbers) with a speaker and an emotion each (a ``likely``
+    speaker written by the grammar before the speaker where ``hints`` has one); then narrator
+    captions. When ``dialogue`` lines hold every quoted
     line, each is a ``prefixItems`` entry with a ``const`` quote number (the grammar writes them all,
     in order) and the rest are captions; with fewer, ``dialogue`` lines each pick a quote number.
     A line's panel is not asked: it is the panel whose part of the chapter holds the quote."""
     ids = panel_ids(panels)
     first, last = units
     unit_numbers = list(range(first, last + 1))
-    panel_parts = {
-        "shot": _enum(SHOTS),
-        "angle": _enum(ANGLES),
-        "characters": {"type": "array", "items": _enum(cast_ids), "maxItems": len(cast_ids)},
-        "action": _string(MAX_ACTION),
-        "expression": _string(MAX_EXPRESSION, 0),
-        "background": _string(MAX_BACKGROUND),
-        "lighting": _string(MAX_LIGHTING, 0),
-        "props": {"type": "array", "items": _string(MAX_PROP), "maxItems": MAX_PROPS},
-    }
+    panel_parts = _panel_parts(cast_ids)
     defs: dict[str, Any] = {f"panel_{k}": v for k, v in panel_parts.items()}
     defs["speaker"] = _enum(cast_ids)  # a quoted line is someone's speech; captions are the narrator's
     defs["emotion"] = _enum(EMOTIONS)
@@ -264,16 +269,7 @@ def script_call_schema(cast_ids: list[str], panels: int, dialogue: int) -> dict[
     )
     # Each panel is its own tuple entry (for its const id); the shared parts live in $defs, so the
     # grammar has one rule for each of them instead of one per panel.
-    panel_parts = {
-        "shot": _enum(SHOTS),
-        "angle": _enum(ANGLES),
-        "characters": {"type": "array", "items": _enum(cast_ids), "maxItems": len(cast_ids)},
-        "action": _string(MAX_ACTION),
-        "expression": _string(MAX_EXPRESSION, 0),
-        "background": _string(MAX_BACKGROUND),
-        "lighting": _string(MAX_LIGHTING, 0),
-        "props": {"type": "array", "items": _string(MAX_PROP), "maxItems": MAX_PROPS},
-    }
+    panel_parts = _panel_parts(cast_ids)
     defs = {f"panel_{k}": v for k, v in panel_parts.items()}
     panel_refs = {k: {"$ref": f"#/$defs/panel_{k}"} for k in panel_parts}
     schema = _object(

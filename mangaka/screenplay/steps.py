@@ -24,10 +24,11 @@ from .grounded import (
     line_hints,
     name_ids,
     name_problems,
-    panel_starts,
     quote_listing,
     repair_grounded,
     repair_ids,
+    script_schema,
+    stored_panel,
 )
 from .models import (
     ANGLES,
@@ -43,12 +44,11 @@ from .models import (
     SHOTS,
     Character,
     Line,
-    Panel,
     Screenplay,
 )
 from .repair import repair_cast, repair_script
 from .request import ScreenplayRequest
-from .schema import cast_call_schema, grounded_script_call_schema, panel_ids, script_call_schema
+from .schema import cast_call_schema, panel_ids, script_call_schema
 from .validate import cast_problems, validate_screenplay
 
 logger = logging.getLogger(__name__)
@@ -125,19 +125,7 @@ def assemble_screenplay(script: dict[str, Any], cast: list[Character], language:
         lines.append(Line(id=f"d{n}", speaker=d["speaker"], line=d["line"], emotion=d["emotion"]))
         by_panel[d["panel"]].append(f"d{n}")
     panels = [
-        Panel(
-            id=p["id"],
-            shot=p["shot"],
-            angle=p["angle"],
-            action=p["action"],
-            characters=list(dict.fromkeys(p["characters"])),
-            expression=p["expression"],
-            background=p["background"],
-            lighting=p["lighting"],
-            props=p["props"],
-            dialogue=by_panel[p["id"]],
-        )
-        for p in script["panels"]
+        stored_panel(p, by_panel[p["id"]], list(dict.fromkeys(p["characters"]))) for p in script["panels"]
     ]
     return Screenplay(
         version=SCREENPLAY_VERSION,
@@ -239,16 +227,8 @@ class Budget:
     def of(cls, request: ScreenplayRequest, *, cast_call: bool, grounding: Grounding | None = None) -> Budget:
         longest_ids = [f"c{i}".ljust(32, "x") for i in range(request.max_characters)]
         if request.grounded and grounding is not None:
-            numbers = [line.number for line in grounding.lines]
-            script = grounded_script_call_schema(
-                longest_ids,
-                request.panels,
-                grounding.units,
-                numbers,
-                request.dialogue,
-                panel_starts(grounding, request.panels),
-                dict.fromkeys(numbers, longest_ids[0]),
-            )
+            hints = {line.number: longest_ids[0] for line in grounding.lines}
+            script = script_schema(grounding, longest_ids, request.panels, request.dialogue, hints)
         else:
             script = script_call_schema(longest_ids, request.panels, request.dialogue)
         return cls(
@@ -362,10 +342,13 @@ def cast_step(
 def script_task(prompts: Prompts, cast: list[Character], panels: int, dialogue: int) -> str:
     if prompts.grounding is not None:
         return _grounded_task(prompts, cast, panels, dialogue)
-    return prompts.task(
-        "script",
+    return prompts.task("script", **_script_values(cast, panels), dialogue=dialogue)
+
+
+def _script_values(cast: list[Character], panels: int) -> dict[str, Any]:
+    """The placeholders both script prompts share."""
+    return dict(
         cast=cast_listing(cast),
-        dialogue=dialogue,
         panels=panels,
         panel_ids=", ".join(panel_ids(panels)),
         emotions=", ".join(EMOTIONS),
@@ -384,20 +367,12 @@ def _grounded_task(prompts: Prompts, cast: list[Character], panels: int, dialogu
     first, last = grounding.units
     return prompts.task(
         "script_grounded",
-        cast=cast_listing(cast),
-        panels=panels,
-        panel_ids=", ".join(panel_ids(panels)),
+        **_script_values(cast, panels),
         units=f"[{first}]–[{last}]" if last > first else f"[{first}]",
         quotes=quote_listing(grounding, cast, prompts.request.language),
         lines=min(lines, dialogue),
         total=lines,
         captions=max(0, dialogue - lines),
-        emotions=", ".join(EMOTIONS),
-        shots=", ".join(SHOTS),
-        angles=", ".join(ANGLES),
-        max_title=MAX_TITLE,
-        max_line=MAX_LINE,
-        max_action=MAX_ACTION,
     )
 
 
@@ -409,79 +384,46 @@ def assemble(script: dict[str, Any], cast: list[Character], prompts: Prompts) ->
 
 
 def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
-    """The script call: exactly N lines and M panels under a schema built from ``cast``."""
-    if prompts.grounding is not None:
-        return _grounded_script_step(llm, prompts, cast, context)
-    request = prompts.request
-    cast_ids = [c.id for c in cast]
-    schema = script_call_schema(cast_ids, request.panels, request.dialogue)
-    task = script_task(prompts, cast, request.panels, request.dialogue)
-
-    def check_script(script: dict[str, Any]) -> list[str]:
-        problems = script_problems(script, cast_ids, request.panels)
-        if problems:
-            return problems
-        try:
-            assembled = assemble_screenplay(script, cast, request.language)
-        except ValidationError as e:  # cannot happen while the call schema matches the models
-            return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
-        return validate_screenplay(assembled.model_dump(mode="json"))
-
-    script, tries = generate_json(
-        llm,
-        prompts.messages(task),
-        schema,
-        repair=repair_script,
-        validate=check_script,
-        max_attempts=request.max_attempts,
-        max_tokens=json_token_budget(schema),
-        sampling=request.sampling_settings,
-        context=context,
-        language=prompts.language,
-        call="screenplay script",
-    )
-    return Step.of(script, tries)
-
-
-def _grounded_repair(script: dict[str, Any], numbers: list[int]) -> tuple[dict[str, Any], list[Any]]:
-    script, repairs = repair_script(script)
-    script, more = repair_grounded(script, numbers)
-    return script, repairs + more
-
-
-def _grounded_script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: CallContext) -> Step:
-    """The script call of a grounded request: panels from units, the chapter's quoted lines, captions."""
+    """The script call: exactly N lines and M panels under a schema built from ``cast`` (grounded:
+    the chapter's quoted lines and panels from its units, ``grounded.py``)."""
     request = prompts.request
     grounding = prompts.grounding
-    assert grounding is not None
     cast_ids = [c.id for c in cast]
-    numbers = [line.number for line in grounding.lines]
-    schema = grounded_script_call_schema(
-        cast_ids,
-        request.panels,
-        grounding.units,
-        numbers,
-        request.dialogue,
-        panel_starts(grounding, request.panels),
-        line_hints(grounding, cast, request.language),
-    )
-    task = script_task(prompts, cast, request.panels, request.dialogue)
+    if grounding is None:
+        schema = script_call_schema(cast_ids, request.panels, request.dialogue)
+        repair: Any = repair_script
+
+        def problems(script: dict[str, Any]) -> list[str]:
+            return script_problems(script, cast_ids, request.panels)
+
+    else:
+        numbers = [line.number for line in grounding.lines]
+        hints = line_hints(grounding, cast, request.language)
+        schema = script_schema(grounding, cast_ids, request.panels, request.dialogue, hints)
+
+        def repair(script: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+            script, repairs = repair_script(script)
+            script, more = repair_grounded(script, numbers)
+            return script, repairs + more
+
+        def problems(script: dict[str, Any]) -> list[str]:
+            return grounded_problems(script, grounding)
 
     def check_script(script: dict[str, Any]) -> list[str]:
-        problems = grounded_problems(script, grounding)
-        if problems:
-            return problems
+        found = problems(script)
+        if found:
+            return found
         try:
-            assembled = assemble_grounded(script, cast, request.language, grounding)
+            assembled = assemble(script, cast, prompts)
         except ValidationError as e:  # cannot happen while the call schema matches the models
             return [f"{json_path(err['loc'])}: {err['msg']}" for err in e.errors()]
         return validate_screenplay(assembled.model_dump(mode="json"))
 
     script, tries = generate_json(
         llm,
-        prompts.messages(task),
+        prompts.messages(script_task(prompts, cast, request.panels, request.dialogue)),
         schema,
-        repair=lambda data: _grounded_repair(data, numbers),
+        repair=repair,
         validate=check_script,
         max_attempts=request.max_attempts,
         max_tokens=json_token_budget(schema),

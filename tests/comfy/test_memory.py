@@ -186,6 +186,30 @@ def _screenwriter_only(seed: int) -> dict:
     return prompt
 
 
+# ComfyUI 0.3.75's own noise, not the pack's: a SQLAlchemy connection to its SQLite database,
+# created on the main thread and never closed, is finalized by the garbage collector on whichever
+# thread collects it; on the prompt worker, SQLite refuses, and SQLAlchemy logs both tracebacks
+# ("Exception during reset or similar", "Exception terminating connection"). When the collector
+# runs depends on every allocation before it, so any change to the pack can move it into a test.
+_SQLITE_FINALIZER = re.compile(
+    r"^(?:Exception (?:during reset or similar|terminating connection[^\n]*)"
+    r"|During handling of the above exception, another exception occurred:)\n"
+    r"(?:(?:Traceback \(most recent call last\):|  [^\n]*|During handling of the above exception, "
+    r"another exception occurred:|)\n)*?"
+    r"sqlite3\.ProgrammingError: SQLite objects created in a thread can only be used in that same "
+    r"thread\.[^\n]*\n",
+    re.MULTILINE,
+)
+
+
+def without_sqlite_finalizer_noise(log: str) -> str:
+    """The server log without ComfyUI's SQLite-finalizer tracebacks (above); anything else stays."""
+    previous = None
+    while previous != log:
+        previous, log = log, _SQLITE_FINALIZER.sub("", log)
+    return log
+
+
 ASKED = re.compile(rf"mangaka: asking ComfyUI for (\d+) MB on cpu before loading {re.escape(MODEL)}")
 UNLOADED = re.compile(rf"mangaka: ComfyUI unloaded (.+?) \((\d+) MB\) for {re.escape(MODEL)}")
 
@@ -233,7 +257,8 @@ def test_image_then_screenwriter_then_image_twice_each_makes_room_for_the_other(
     order = [m.start() for m in (*ASKED.finditer(log), *RELEASED.finditer(log))]
     asked, released = [m.start() for m in ASKED.finditer(log)], [m.start() for m in RELEASED.finditer(log)]
     assert asked[0] < released[0] < asked[1] < released[1], order
-    assert "out of memory" not in log.lower() and "Traceback" not in log
+    ours = without_sqlite_finalizer_noise(log)
+    assert "out of memory" not in ours.lower() and "Traceback" not in ours, ours[-4000:]
 
 
 HOOK_BREAKER = '''"""FAKE of ComfyUI 0.38's hook breaker, for tests/comfy/test_memory.py: 0.3.75 puts back

@@ -146,7 +146,9 @@ def test_screenwriter_reports_its_tries_and_repairs(server):
     expected = r"\d+ characters, 1 lines, 1 panels; \d+ tries \(\d+ retried\), \d+ repairs"
     assert re.match(expected, report), report
     # Quote recall without a gold file: one line cannot keep most of the chapter's dialogue.
-    assert re.search(r"^kept \d+ of \d+ quoted lines, (in|out of) order$", report, re.M), report
+    # The panels' sources cover the chapter (the default: dialogue from the chapter).
+    fidelity = r"^kept \d+ of \d+ quoted lines, (in|out of) order; panels cover paragraphs 1–\d+$"
+    assert re.search(fidelity, report, re.M), report
     assert "warning: the screenplay kept only" in report and "(dialogue_lines " in report, report
     assert server.object_info("MangakaScreenwriter")["output_name"][3] == "report"
 

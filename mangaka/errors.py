@@ -42,7 +42,14 @@ class LoraError(MangakaError):
 
 
 class GenerationError(MangakaError):
-    """Generation produced no usable result (cut off by the token budget, thinking only, …)."""
+    """Generation produced no usable result (cut off by the token budget, thinking only, …).
+
+    ``completion``: what was generated when there is something (the reasoning of a call that
+    thought until its budget), for a caller that can use part of it (the Screenwriter's plan)."""
+
+    def __init__(self, message: str, completion: object | None = None) -> None:
+        super().__init__(message)
+        self.completion = completion
 
 
 class InvalidOutputError(MangakaError):

@@ -249,6 +249,7 @@ class LlamaCppLLM:
                 raise GenerationError(
                     f"thinking used the whole budget of {budget} tokens and no answer came; raise "
                     "max_tokens, or turn thinking off",
+                    Completion("", reasoning, finish, usage),
                 )
             return Completion(answer, reasoning, finish, usage)
         reasoning, answer, _closed = split_reasoning(text)

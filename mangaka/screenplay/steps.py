@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InputError
-from ..llm.base import LLM, CallContext, Message, Usage
+from ..errors import GenerationError, InputError
+from ..llm.base import LLM, CallContext, Completion, Message, Usage
 from ..llm.budget import json_token_budget
 from ..prompts import prompt
 from ..structured import Attempt, generate_json, json_path, model_problems
@@ -257,13 +257,18 @@ def plan_step(llm: LLM, prompts: Prompts, context: CallContext) -> Step:
     task = prompts.task(
         "plan", panels=request.panels, dialogue=request.dialogue, max_characters=request.max_characters
     )
-    planned = llm.complete(
-        prompts.messages(task),
-        sampling=request.sampling_settings,
-        max_tokens=request.think_tokens,
-        thinking=True,
-        context=context,
-    )
+    try:
+        planned = llm.complete(
+            prompts.messages(task),
+            sampling=request.sampling_settings,
+            max_tokens=request.think_tokens,
+            thinking=True,
+            context=context,
+        )
+    except GenerationError as e:  # thought until the budget: the plan is the reasoning so far
+        if not isinstance(e.completion, Completion):
+            raise
+        planned = replace(e.completion, finish_reason="length")
     plan = "\n\n".join(part.strip() for part in (planned.reasoning, planned.text) if part.strip())
     if planned.finish_reason == "length":
         logger.warning(

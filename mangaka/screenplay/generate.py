@@ -46,6 +46,7 @@ from .scenes import (
     MAX_SUMMARY_CHARS,
     OUTPUT_TOKENS_PER_LINE,
     OUTPUT_TOKENS_PER_PANEL,
+    OUTPUT_TOKENS_PER_QUOTED_LINE,
     SHRINK,
     Paragraph,
     Scene,
@@ -256,6 +257,7 @@ class _Fit:
 
     def __init__(self, llm: LLM, request: ScreenplayRequest, chapter: str) -> None:
         self.llm, self.n_ctx = llm, llm.n_ctx
+        self.grounded = request.grounded
         self._base = 0
         self.overhead = 0  # the prompt of a whole-chapter call, less the chapter
         self.scene_overhead = 0  # the same for a scene, with its note, story so far and overlap
@@ -269,9 +271,9 @@ class _Fit:
             scene = prompts.with_story_so_far(story, "", 2, 2)
             self.scene_overhead = llm.count_tokens(scene.messages(task))
 
-    @staticmethod
-    def reserve(panels: int, dialogue: int) -> int:
-        return panels * OUTPUT_TOKENS_PER_PANEL + dialogue * OUTPUT_TOKENS_PER_LINE
+    def reserve(self, panels: int, dialogue: int) -> int:
+        per_line = OUTPUT_TOKENS_PER_QUOTED_LINE if self.grounded else OUTPUT_TOKENS_PER_LINE
+        return panels * OUTPUT_TOKENS_PER_PANEL + dialogue * per_line
 
     def tokens(self, text: str) -> int:
         return max(0, self.llm.count_tokens([{"role": "user", "content": text}]) - self._base)

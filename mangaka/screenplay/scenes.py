@@ -54,6 +54,8 @@ CAST_LINE_CHARS = (
 # (a random-weight model writes longer strings, and gets whatever room is left).
 OUTPUT_TOKENS_PER_PANEL = 400
 OUTPUT_TOKENS_PER_LINE = 60
+# A line whose words come from the chapter: its quote number, likely speaker, speaker and emotion.
+OUTPUT_TOKENS_PER_QUOTED_LINE = 30
 SHRINK = 0.7  # the scene limit's factor when a split's scenes still do not fit
 
 _SEPARATOR = re.compile(r"^[\s*＊#＃\-—–=~～_·・•◇◆○●〇☆★□■◎※§♦♢✽✻✦✧]+$")

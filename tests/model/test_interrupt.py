@@ -16,6 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "prompts" / "samples" / "demo_chapter.en.txt"
+# Counts from the chapter: the tiny model's context is 4096 tokens, and the grounded script prompt
+# (numbered paragraphs, the quoted lines listed) leaves no room there for six panels and 8 lines.
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
@@ -23,7 +25,7 @@ def test_ctrl_c_while_generating_is_interrupted_exit_130(qwen35moe, tmp_path, si
     """SIGTERM (a stopped container, a killed queue) ends the command line as Ctrl-C does."""
     out = tmp_path / "out.json"
     argv = [sys.executable, "-m", "mangaka", "write", str(CHAPTER), "--model", str(qwen35moe),
-            "--threads", "1", "-o", str(out)]  # fmt: skip
+            "--threads", "1", "--panels", "auto", "--dialogue", "auto", "-o", str(out)]  # fmt: skip
     proc = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     lines = []

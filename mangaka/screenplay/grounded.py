@@ -147,7 +147,7 @@ def quote_listing(grounding: Grounding, cast: Sequence[Character], language: str
     """The quoted lines of the call, one per line: number, unit, the text's speaker hint, text."""
     out = []
     for line in grounding.lines:
-        quote = grounding.map.quotes[line.quote - 1]
+        quote = grounding.map.quote_of(line.number)
         who = hint_id(quote.hint, cast, language)
         part = f", part {line.part} of {line.parts}" if line.parts > 1 else ""
         hint = f", likely {who}" if who else ""
@@ -178,7 +178,7 @@ def line_hints(grounding: Grounding, cast: Sequence[Character], language: str) -
     """Each quoted line's likely speaker as a cast id, where the text says (``SourceMap`` hints)."""
     hints = {}
     for line in grounding.lines:
-        who = hint_id(grounding.map.quotes[line.quote - 1].hint, cast, language)
+        who = hint_id(grounding.map.quote_of(line.number).hint, cast, language)
         if who:
             hints[line.number] = who
     return hints

@@ -71,7 +71,7 @@ _NOT_NAMES_EN = frozenset(
     "From With Without To By Up Down Out Over Under Again Maybe Please Thank Thanks Sorry Okay OK".split()
 )
 
-_CLAUSE_ZH = re.compile(r"(?:^|[。！？，、；：…—\n”」』])\s*([\u4e00-\u9fff]{2,3})")
+_CLAUSE_ZH = re.compile(r"(?:^|[。！？，、；：…—\r\n”」』])\s*([\u4e00-\u9fff]{2,3})")
 _VERBS_ZH = (
     r"(?:低声|轻声|大声|冷冷地|淡淡地|笑着|忽然|又|也|终于|小声)?"
     r"(?:说道|说|道|问道|问|答道|答|喊道|喊|叫道|笑道|叹道|开口)"
@@ -95,7 +95,7 @@ _ROLES_ZH = frozenset(
 )
 
 _CLAUSE_JA = re.compile(
-    r"(?:^|[。、！？」』\n　 ])([\u4e00-\u9fff\u30a0-\u30ff\u3040-\u309f]{1,6}?)"
+    r"(?:^|[。、！？」』\r\n　 ])([\u4e00-\u9fff\u30a0-\u30ff\u3040-\u309f]{1,6}?)"
     r"(?:さん|くん|ちゃん|先生|先輩|様|は|が|も)"
 )
 _AFTER_JA = re.compile(
@@ -188,7 +188,7 @@ def _mentions_en(narration: str) -> Counter[str]:
             continue
         found[name] += 1
         before = narration[max(0, m.start() - 4) : m.start()]
-        if name.startswith("the ") or not re.search(r"(?:^|[.!?]\S?\s+|\n\s*|[\"“]\s*)$", before):
+        if name.startswith("the ") or not re.search(r"(?:^|[.!?]\S?\s+|[\r\n]\s*|[\"“]\s*)$", before):
             inside.add(name)
     # A word that only ever starts sentences is a name when used often and never in lower case.
     lowercase = set(re.findall(r"[a-z][a-z'’\-]*", narration))  # common words, not names

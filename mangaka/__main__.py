@@ -17,6 +17,7 @@ from pathlib import Path
 from . import procs
 from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
 from .errors import MangakaError
+from .export.cli import add_export_arg
 from .llm.loading import FLASH_ATTN_MODES
 from .page.layout import DIRECTIONS
 from .paths import PACK_ROOT
@@ -178,12 +179,14 @@ def cmd_page(args: argparse.Namespace) -> int:
     """Lettered pages from a screenplay JSON and panel images (storyboard cards when none)."""
     from .cli_run import check_output_folder, page_options, read_panel_images, save_pages
     from .compose import screenplay_from_text
+    from .export.cli import export_composed, formats_of
     from .fileio import read_text
     from .page.layout import text_order
     from .page.lettering import LetteringOptions
     from .page.render import compose_pages
     from .page.storyboard import render_storyboard
 
+    formats = formats_of(args)
     layout = page_options(args)
     inputs = {"the screenplay": args.screenplay, "the images folder": args.images}
     check_output_folder(args.output, inputs, what="the pages")
@@ -199,10 +202,13 @@ def cmd_page(args: argparse.Namespace) -> int:
         direction=text_order(args.direction),
     )
     composed = compose_pages(screenplay, images, layout=layout, lettering=lettering)
-    for out in save_pages(composed, args.output, args.format):
+    files = save_pages(composed, args.output, args.format)
+    for out in files:
         sys.stdout.write(f"{out}\n")
     for problem in composed.problems:
         log.warning("%s", problem)
+    if formats:
+        export_composed(formats, files, screenplay, args)
     return 0
 
 
@@ -217,16 +223,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_book(args: argparse.Namespace) -> int:
     from .cli_run import open_llm, prepare_book, run_book
+    from .export.cli import export_book_folder, formats_of
 
+    formats = formats_of(args)
     plan = prepare_book(args)
-    return run_book(open_llm(args), args, plan)
+    code = run_book(open_llm(args), args, plan)
+    if formats:
+        width = max(2, len(str(plan.selection.total)))
+        code = max(code, export_book_folder(formats, args, plan.selection.chapters, width))
+    return code
 
 
 def cmd_queue(args: argparse.Namespace) -> int:
     import asyncio
 
     from .batch.queue import run_queue
+    from .export.cli import export_queue_folder, formats_of
 
+    formats = formats_of(args)
     result = asyncio.run(
         run_queue(
             args.book,
@@ -240,7 +254,10 @@ def cmd_queue(args: argparse.Namespace) -> int:
         )
     )
     sys.stdout.write(result.summary() + "\n")
-    return 0 if result.ok else 1
+    code = 0 if result.ok else 1
+    if formats:
+        code = max(code, export_queue_folder(formats, args, result))
+    return code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -310,6 +327,7 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vertical", action="store_true", help="vertical lettering for Chinese/Japanese")
     p.add_argument("--format", choices=["png", "jpeg"], default="png")
     p.add_argument("-o", "--output", type=Path, default=Path("pages"), help="folder for the pages")
+    add_export_arg(p)
     p.set_defaults(func=cmd_page)
 
     p = sub.add_parser("doctor", help="what this machine's llama.cpp can do, and what is wrong")
@@ -343,6 +361,7 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
         help="the series bible, one cast for the whole book: read first, then kept up to date "
         "(default: OUT/bible.json; made if missing)",
     )  # fmt: skip
+    add_export_arg(p)
     p.set_defaults(func=cmd_book)
 
     p = sub.add_parser("queue", help="run a whole book through a ComfyUI workflow, chapter by chapter")
@@ -358,6 +377,7 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
         help="the series bible, one cast for the whole book: put into each chapter's Screenwriter and "
         "kept up to date from the chapters' saved bibles or screenplays (default: OUT/bible.json)",
     )  # fmt: skip
+    add_export_arg(p)
     p.set_defaults(func=cmd_queue)
 
     _add_eval_command(sub)

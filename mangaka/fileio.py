@@ -13,12 +13,14 @@ block device, a socket or a folder is refused).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 # Every text input of the pack (a book, a screenplay, a bible, a workflow) is far below this: a
 # long web novel is tens of megabytes. A larger file is refused before it is read.
@@ -226,3 +228,50 @@ def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+class _WriterError(Exception):
+    """Carries an exception raised inside ``atomic_output``'s block past its own handling."""
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file to write ``path`` through, for outputs too large to hold in memory (a book's
+    CBZ): it is a temporary file in the same folder, renamed over ``path`` only when the ``with``
+    block ends without an exception and removed otherwise, so ``path`` is never half-written.
+    Only a regular file (or a new one) is written this way; anything else at ``path`` is refused.
+    ``OSError`` is raised with ``path`` as its ``filename``, as in ``write_atomic``."""
+    path = Path(path)
+    tmp = None
+    try:
+        kind = _existing_kind(path)
+        if kind is not None and kind != "file":
+            code = errno.EISDIR if kind == "folder" else errno.EINVAL
+            raise OSError(code, f"it is a {kind}, which Mangaka never replaces; give a file path")
+        if name_too_long(path):
+            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+        fits = len(os.fsencode(path.name)) + _TEMP_SUFFIX_BYTES + 1 <= NAME_MAX
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.name}." if fits else ".mangaka-", suffix=".tmp", dir=path.parent
+        )
+        with os.fdopen(fd, "w+b") as fh:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fh.fileno(), FILE_MODE)
+            try:
+                yield fh
+            except BaseException as exc:  # the writer's own error, raised as it is
+                raise _WriterError() from exc
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except _WriterError as wrapped:
+        raise wrapped.__cause__ from None  # type: ignore[misc]
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)

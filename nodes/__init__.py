@@ -9,7 +9,7 @@ from comfy_api.latest import ComfyExtension, io
 from typing_extensions import override
 
 from ..mangaka.llm.inprocess import cached_models, release_models
-from . import _comfy, bible, chapters, compose, llm, memory, page, screenplay
+from . import _comfy, bible, chapters, compose, export, llm, memory, page, screenplay
 
 log = logging.getLogger("mangaka")
 
@@ -53,7 +53,15 @@ def _add_routes() -> None:
 class MangakaExtension(ComfyExtension):
     @override
     async def get_node_list(self) -> list[type[io.ComfyNode]]:
-        return [*llm.NODES, *screenplay.NODES, *bible.NODES, *compose.NODES, *page.NODES, *chapters.NODES]
+        return [
+            *llm.NODES,
+            *screenplay.NODES,
+            *bible.NODES,
+            *compose.NODES,
+            *page.NODES,
+            *export.NODES,
+            *chapters.NODES,
+        ]
 
 
 async def comfy_entrypoint() -> MangakaExtension:

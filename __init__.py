@@ -11,4 +11,5 @@ except ImportError:
 else:
     from .nodes import comfy_entrypoint  # noqa: F401 - errors inside nodes/ surface as IMPORT FAILED
 
-WEB_DIRECTORY = None
+# The front end: a box on the Save nodes listing the files they wrote (web/js/mangaka.js).
+WEB_DIRECTORY = "./web"

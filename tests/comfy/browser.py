@@ -155,6 +155,12 @@ _SET_WIDGETS = """([type, values]) => {
   return nodes.length;
 }"""
 
+# The text of each "saved" box, read from its element on the page when it has one (DOM widget).
+_SAVED = """(type) => app.graph._nodes.filter(n => n.type === type)
+  .map(n => (n.widgets || []).find(w => w.name === 'saved'))
+  .filter(w => w && (w.inputEl ? w.inputEl.isConnected && w.inputEl.value : w.value))
+  .map(w => w.inputEl ? w.inputEl.value : w.value)"""
+
 _IMAGES = """(type) => app.graph._nodes.filter(n => n.type === type).flatMap(n => (n.imgs || [])
   .filter(i => i.complete && i.naturalWidth > 0)
   .map(i => ({node: String(n.id), src: i.src, width: i.naturalWidth, height: i.naturalHeight})))"""
@@ -239,6 +245,20 @@ class ComfyPage:
                 return found
             self.page.wait_for_timeout(500)
         return []
+
+    def saved_text(self, node_type: str, timeout_s: float = 120) -> str:
+        """The "saved" box the pack's front-end extension (web/js/mangaka.js) shows on the first
+        ``node_type`` node once it has run: its text, read from the box on the page ("" after
+        ``timeout_s``)."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = self.page.evaluate(_SAVED, node_type)
+            if found:
+                return found[0]
+            self.page.wait_for_timeout(500)
+        return ""
 
     def build(self, spec: dict[str, Any]) -> dict[str, Any]:
         return self.page.evaluate(_BUILD, spec)

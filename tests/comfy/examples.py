@@ -113,6 +113,8 @@ MANGA_NOTE = f"""## Image model
   `manga_bw` style; for Flux-like models switch SD Prompts to `natural`).
 - SD Prompts outputs one prompt per panel as a list: the sampler runs once per panel in one
   queued run, and Compose Page places each image by its panel id.
+- **Save Manga** writes the pages as a CBZ (comic readers), an EPUB (e-readers) and a PDF (print)
+  in `ComfyUI/output/mangaka/`, marked as right-to-left manga.
 """
 
 
@@ -205,6 +207,20 @@ def manga_page() -> dict[str, Any]:
                 "size": [420, 600],
                 "widgets": {"filename_prefix": "mangaka/page"},
             },
+            {
+                "id": 12,
+                "type": "MangakaSaveManga",
+                "col": 5,
+                "widgets": {
+                    "filename_prefix": "mangaka/manga",
+                    "cbz": True,
+                    "epub": True,
+                    "pdf": True,
+                    "direction": "rtl",
+                    "dpi": 300,
+                    "title": "",
+                },
+            },
         ],
         "links": [
             (1, "llm", 2, "llm"),
@@ -223,6 +239,8 @@ def manga_page() -> dict[str, Any]:
             (3, "screenplay", 10, "screenplay"),
             (3, "panel_ids", 10, "panel_ids"),
             (10, "pages", 11, "images"),
+            (10, "pages", 12, "pages"),
+            (3, "screenplay", 12, "screenplay"),
         ],
     }
 

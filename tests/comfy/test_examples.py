@@ -15,8 +15,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -312,6 +315,25 @@ def _check_progress(result, prompt: dict, busy: tuple[str, ...]) -> None:
         assert nodes <= with_bars, (class_type, sorted(with_bars))
 
 
+def _check_saved_manga(server, shown: dict, page: Image.Image) -> None:  # noqa: F811
+    """Save Manga wrote a CBZ, an EPUB and a PDF of the page into the output folder, and says so: the
+    CBZ opens in comictagger's comicapi as right-to-left manga holding the page's own pixels."""
+    from comicapi.comicarchive import ComicArchive
+
+    names = [item["filename"] for item in shown["files"]]
+    assert names == ["manga_00001.cbz", "manga_00001.epub", "manga_00001.pdf"], shown
+    assert shown["text"] == [f"saved {name}" for name in names]
+    folder = server.base_dir / "output" / shown["files"][0]["subfolder"]
+    archive = ComicArchive(str(folder / names[0]))
+    meta = archive.read_cix()
+    assert (meta.manga, meta.page_count) == ("YesAndRightToLeft", 1)
+    with Image.open(io.BytesIO(archive.get_page(0))) as inside:
+        assert inside.convert("RGB").tobytes() == page.convert("RGB").tobytes()
+    with zipfile.ZipFile(folder / names[1]) as epub:
+        assert 'page-progression-direction="rtl"' in epub.read("OEBPS/content.opf").decode()
+    assert (folder / names[2]).read_bytes().startswith(b"%PDF-")
+
+
 def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoint):  # noqa: F811
     """The example as shipped, with a real checkpoint (random weights), a real KSampler and VAE
     Decode: one queued run samples once per panel, and Compose Page puts each image in its
@@ -325,6 +347,7 @@ def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoin
     [page] = result.outputs[_of(prompt, "SaveImage")]["images"]
     with Image.open(server.base_dir / "output" / page["subfolder"] / page["filename"]) as image:
         assert image.size == (2480, 3508)  # the example's A4 page at 300 dpi
+        _check_saved_manga(server, result.outputs[_of(prompt, "MangakaSaveManga")], image)
     _check_placement(server, result, prompt, [panels])
     _check_progress(result, prompt, busy=("MangakaScreenwriter", "KSampler", "MangakaComposePage"))
 
@@ -381,12 +404,16 @@ def test_manga_page_queued_from_the_page_shows_its_saved_page(page, server, tiny
     page.set_widgets("KSampler", {"steps": 2})
     page.queue()
     shown = page.wait_for_images("SaveImage", timeout_s=300)
+    saved = page.saved_text("MangakaSaveManga")  # the box the pack's front-end extension adds
     page.screenshot(tmp_path / "manga_page_run.jpg")
     assert shown, (
         f"no image on Save Image after 5 minutes; console: {page.console[-20:]}\n{server.log_tail()}"
     )
     assert "filename=page_" in shown[0]["src"] and "subfolder=mangaka" in shown[0]["src"], shown
     assert (shown[0]["width"], shown[0]["height"]) == (2480, 3508), shown
+    assert re.fullmatch(r"saved manga_\d{5}\.cbz\nsaved manga_\d{5}\.epub\nsaved manga_\d{5}\.pdf", saved), (
+        saved
+    )
 
 
 def test_examples_folder_has_only_listed_workflows():

@@ -6,8 +6,8 @@
 - **EPUB 3, fixed layout** (``epub.py``): one page per spine item at the page's own size, the
   book's reading direction (``page-progression-direction``), a navigation document listing the
   chapters, a cover, the language and title.
-- **PDF** (``pdf.py``, through fpdf2): one page per image at its physical size (pixels ÷ dpi), the
-  images embedded losslessly (PNG as Flate, JPEG as its own bytes), ``/Direction /R2L`` for
+- **PDF** (``pdf.py``): one page per image at its physical size (pixels ÷ dpi), each image's own
+  compressed bytes inside (a PNG's zlib stream, a JPEG's file), ``/Direction /R2L`` for
   right-to-left books, a bookmark per chapter.
 
 A vertical-scroll (webtoon) strip is cut at its gutters into images of a readable height first

@@ -64,6 +64,17 @@ def test_page_figures_and_every_key_is_documented_in_the_readme():
     assert undocumented(figures) == []
 
 
+def test_export_figures_time_a_twenty_page_chapter_in_each_format():
+    """``export_*``: a 20-page A4 chapter written as CBZ, EPUB and PDF in one run; each file holds the
+    pages' own bytes (its size is theirs, give or take the container's few KiB). Times are printed."""
+    figures = bench("--only", "export")
+    pages = figures["export_20_pages_input_mib"]
+    for fmt in ("cbz", "epub", "pdf"):
+        assert figures[f"export_20_pages_ms_{fmt}"] > 0
+        assert abs(figures[f"export_20_pages_mib_{fmt}"] - pages) < 0.5, fmt  # PNG chunk headers aside
+    assert undocumented(figures) == []
+
+
 def undocumented(figures: dict) -> list[str]:
     """The keys of ``figures`` that the README's benchmark table does not name."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -349,7 +349,12 @@ def test_any_chapter_gives_a_consistent_map(case):
 @given(LANGUAGE_CHAPTERS)
 @example(("en", 'One.\r\n"Two\r\nthree," said Mei.\r\nFour.'))
 @example(("zh", "雨。\r\n“你来了，\r\n”沈青衣说。"))
-@example(("ja", "“は雨ががrain\n見たです静かがの窓見たは。”窓。\n  「窓。」\n  “は雨ががrain\r見たです静かがの窓見たは。”"))
+@example(
+    (
+        "ja",
+        "“は雨ががrain\n見たです静かがの窓見たは。”窓。\n  「窓。」\n  “は雨ががrain\r見たです静かがの窓見たは。”",
+    )
+)
 def test_line_endings_do_not_change_the_map(case):
     """``\\r\\n`` and ``\\r`` are line breaks like ``\\n``: one of them is no blank line."""
     lang, text = case

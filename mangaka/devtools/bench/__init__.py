@@ -29,6 +29,7 @@ from .decoding import (
     prefix_reuse,
 )
 from .demo import demo_run
+from .export import export_chapter
 from .grounded import grounded_vs_free
 from .manga_page import manga_page_run
 from .memory import lora_memory
@@ -74,6 +75,7 @@ def run(
         "lora_memory": lambda: lora_memory(gemma_path(), threads),
         "lora_train": lambda: lora_train(quick),
         "page": lambda: page_compose(reps),
+        "export": lambda: export_chapter(reps),
         "split": lambda: split_speed(quick),
         "remote": lambda: remote_concurrency(threads),
         "demo": lambda: demo_run(threads),

@@ -102,10 +102,31 @@ def test_a_three_chapter_book_finishes_with_every_chapters_pages(one, language, 
         with Image.open(pages[0]) as page:
             assert page.size == (1240, 1754)
         assert json.loads((folder / "outputs.json").read_text(encoding="utf-8"))["prompt_id"]
-    # a rerun finds everything done and submits nothing
+    # a rerun finds everything done and submits nothing; asked to, it exports the finished book
     before = len(successes(one))
-    again = queue(str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(out))
-    assert again.returncode == 0 and len(successes(one)) == before
+    again = queue(
+        str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(out),
+        "--export", "cbz,pdf",
+    )  # fmt: skip
+    assert again.returncode == 0 and len(successes(one)) == before, again.stderr[-3000:]
+    _check_book_export(out, folders, book.stem, language)
+
+
+def _check_book_export(out: Path, folders: list[Path], title: str, language: str) -> None:
+    """One CBZ and one PDF per chapter (its saved pages, in order) and one of each for the book."""
+    from comicapi.comicarchive import ComicArchive
+
+    whole = ComicArchive(str(out / f"{title}.cbz")).read_cix()
+    counts = [len(list(folder.glob("*.png"))) for folder in folders]
+    assert (whole.title, whole.language, whole.manga, whole.page_count) == (
+        title, language, "YesAndRightToLeft", sum(counts),
+    )  # fmt: skip
+    for folder, count in zip(folders, counts, strict=True):
+        [chapter] = [p for p in out.glob(f"{folder.name[:2]} *.cbz")]
+        archive = ComicArchive(str(chapter))
+        assert archive.read_cix().page_count == count
+        assert archive.get_page(0) == sorted(folder.glob("*.png"))[0].read_bytes()
+        assert chapter.with_suffix(".pdf").read_bytes().startswith(b"%PDF-")
 
 
 def test_a_killed_server_and_a_rerun_complete_the_book_each_chapter_once(comfy_factory, tmp_path):
@@ -234,12 +255,18 @@ def test_a_failing_chapter_is_reported_and_the_rest_go_on(one, tmp_path):
         "Chapter 1\n\nLin ran.\n\nChapter 2\n\n   \n\nChapter 3\n\nLin slept.\n", encoding="utf-8"
     )
     out = tmp_path / "out"
-    run = queue(str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(out))
+    run = queue(
+        str(book), "--workflow", str(workflow(tmp_path)), "--server", one.url, "--out", str(out),
+        "--export", "cbz",
+    )  # fmt: skip
     assert run.returncode == 1
     chapters = state(out)
     assert [chapters[n]["status"] for n in ("1", "2", "3")] == ["done", "failed", "done"]
     assert "chapter is empty" in chapters["2"]["error"]
     assert "failed" in run.stdout
+    # the finished chapters are exported; the book says which one it lacks
+    assert sorted(p.name for p in out.glob("*.cbz")) == ["01 Chapter 1.cbz", "03 Chapter 3.cbz", "book.cbz"]
+    assert "exported without chapter 2 (Chapter 2): failed" in run.stderr
 
 
 def test_an_unusable_bible_is_refused_before_anything_is_submitted(one, tmp_path):

@@ -324,3 +324,35 @@ def test_an_unknown_export_format_is_refused_before_anything_is_written(tmp_path
     done = _page(tmp_path, "--export", "cbz,mobi")
     assert done.returncode != 0 and "--export: mobi is not an export format" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_book_export_draws_the_written_chapters_and_names_the_one_not_written(tmp_path):
+    """``book --export``: chapter 1's screenplay is there (written by an earlier run), chapter 2's
+    server never answers. The book is exported with chapter 1's storyboard pages and says it lacks
+    chapter 2; the run fails (exit 1) so a script sees the book is not whole."""
+    novel = tmp_path / "novel.txt"
+    novel.write_text(
+        'Chapter 1: Rain\n\n"Go," said Mei.\n\nChapter 2: Sun\n\nIlse slept.\n', encoding="utf-8"
+    )
+    out = tmp_path / "screenplays"
+    out.mkdir()
+    screenplay = example_screenplay()
+    (out / "01 Chapter 1 Rain.json").write_text(json.dumps(screenplay, ensure_ascii=False), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mangaka", "book", str(novel), "--remote", "http://127.0.0.1:9",
+         "--out", str(out), "--export", "cbz,epub"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "exported without chapter 2 (Chapter 2: Sun)" in done.stderr and "Traceback" not in done.stderr
+    from comicapi.comicarchive import ComicArchive
+
+    chapter = ComicArchive(str(out / f"01 {screenplay['title']}.cbz")).read_cix()
+    whole = ComicArchive(str(out / "novel.cbz")).read_cix()
+    assert (chapter.title, chapter.series, chapter.manga) == (
+        screenplay["title"],
+        "novel",
+        "YesAndRightToLeft",
+    )
+    assert whole.page_count == chapter.page_count >= 1
+    assert "0 errors" in run(*need("epubcheck"), str(out / "novel.epub"))

@@ -304,10 +304,18 @@ def _page(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_page_export_writes_the_three_beside_the_pages_holding_those_files(tmp_path):
-    done = _page(tmp_path, "--export", "pdf,cbz,epub")
+    """The README's command, as written there, on a screenplay."""
+    command = "python -m mangaka page screenplay.json -o pages/ --export cbz,epub,pdf"
+    assert command in (ROOT / "README.md").read_text(encoding="utf-8")
+    screenplay = tmp_path / "screenplay.json"
+    screenplay.write_text(json.dumps(example_screenplay(), ensure_ascii=False), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, *command.split()[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     title = example_screenplay()["title"]
-    out = tmp_path / "out"
+    out = tmp_path / "pages"
     assert {p.name for p in out.iterdir()} >= {
         f"{title}.cbz",
         f"{title}.epub",

@@ -97,14 +97,15 @@ def undocumented(figures: dict) -> list[str]:
 
 
 def test_grounded_figures_set_the_chapter_mode_beside_free():
-    """``grounded_*``: the demo chapter written with dialogue from the chapter and free, on SmolLM2 and
-    gemma-3-270m, in one run: every figure is there and documented; the chapter mode keeps every
-    quoted line (the grammar forces their numbers), and its script call's forced share is counted.
-    Times are printed, not asserted."""
+    """``grounded_*``: the demo chapter written with dialogue from the chapter and free, in one run
+    (``--quick``: on SmolLM2 only; a full run adds gemma-3-270m, the same code on a second model):
+    every figure is there and documented; the chapter mode keeps every quoted line (the grammar
+    forces their numbers), and its script call's forced share is counted. Times are printed, not
+    asserted."""
     figures = bench("--only", "grounded", timeout=1800)
     quotes = figures["grounded_quotes"]
-    assert quotes > 0
-    for model in ("embedded", "gemma"):
+    assert quotes > 0 and not any(key.startswith("grounded_gemma") for key in figures)
+    for model in ("embedded",):
         for mode in ("chapter", "free"):
             row = f"grounded_{model}_{mode}"
             assert 0 < figures[f"{row}_script_tokens"] < figures[f"{row}_tokens"]

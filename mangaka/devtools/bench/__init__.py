@@ -64,7 +64,10 @@ def run(
             reps if quick else 5,
         ),
         "grounded": lambda: grounded_vs_free(
-            {"embedded": demo_model_path(), "gemma": gemma_path()}, threads, gpu_layers, 1 if quick else 2
+            {"embedded": demo_model_path(), **({} if quick else {"gemma": gemma_path()})},
+            threads,
+            gpu_layers,
+            1 if quick else 2,
         ),
         "grammar_248k": lambda: grammar_cost_248k(threads, n // 2, reps, engine),
         "overhead": lambda: overhead(demo_model_path(), threads, gpu_layers, n, reps),

@@ -184,7 +184,6 @@ def cmd_page(args: argparse.Namespace) -> int:
     from .page.layout import text_order
     from .page.lettering import LetteringOptions
     from .page.render import compose_pages
-    from .page.storyboard import render_storyboard
 
     formats = formats_of(args)
     layout = page_options(args)
@@ -192,16 +191,13 @@ def cmd_page(args: argparse.Namespace) -> int:
     check_output_folder(args.output, inputs, what="the pages")
     text = read_text(args.screenplay, "screenplay file")
     screenplay = screenplay_from_text(text, source=str(args.screenplay))
-    if args.images:
-        images = read_panel_images(args.images)
-    else:
-        images = render_storyboard(screenplay, 768, 768)
+    images = read_panel_images(args.images) if args.images else []
     lettering = LetteringOptions(
         language=screenplay.language,
         vertical=args.vertical,
         direction=text_order(args.direction),
     )
-    composed = compose_pages(screenplay, images, layout=layout, lettering=lettering)
+    composed = compose_pages(screenplay, images, layout=layout, lettering=lettering, cards=not args.images)
     files = save_pages(composed, args.output, args.format)
     for out in files:
         sys.stdout.write(f"{out}\n")

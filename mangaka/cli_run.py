@@ -372,9 +372,8 @@ class ProgressLog:
 def save_storyboard(screenplay: Screenplay, output: Path) -> list[Path]:
     """The screenplay's storyboard page(s), lettered, as ``storyboard_path(output, n)`` PNGs."""
     from .page.render import compose_pages, save_page
-    from .page.storyboard import render_storyboard
 
-    composed = compose_pages(screenplay, render_storyboard(screenplay, 768, 768))
+    composed = compose_pages(screenplay, [], cards=True)
     for problem in composed.problems:
         log.warning("storyboard: %s", problem)
     return [save_page(page, storyboard_path(output, n)) for n, page in enumerate(composed.pages, 1)]

@@ -14,7 +14,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from ..fileio import atomic_output
-from . import BookInfo, Page, Section
+from .pages import BookInfo, Page, Section
 
 COMIC_INFO = "ComicInfo.xml"
 

@@ -25,7 +25,7 @@ from html import escape
 from pathlib import Path
 
 from ..fileio import atomic_output
-from . import BookInfo, Page, Section
+from .pages import BookInfo, Page, Section
 
 CONTAINER = """<?xml version="1.0" encoding="UTF-8"?>
 <container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">

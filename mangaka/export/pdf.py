@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from ..errors import InputError
 from ..fileio import atomic_output
-from . import BookInfo, Page, Section
+from .pages import BookInfo, Page, Section
 
 POINTS_PER_INCH = 72
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

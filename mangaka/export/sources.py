@@ -48,14 +48,11 @@ def storyboard_section(path: Path, number: int, direction: str) -> tuple[Section
     from ..page.layout import LayoutOptions, text_order
     from ..page.lettering import LetteringOptions
     from ..page.render import compose_pages
-    from ..page.storyboard import render_storyboard
 
     screenplay = screenplay_from_text(read_text(path, "screenplay file"), source=str(path))
     layout = LayoutOptions(direction=direction)
     lettering = LetteringOptions(language=screenplay.language, direction=text_order(direction))
-    composed = compose_pages(
-        screenplay, render_storyboard(screenplay, 768, 768), layout=layout, lettering=lettering
-    )
+    composed = compose_pages(screenplay, [], layout=layout, lettering=lettering, cards=True)
     for problem in composed.problems:
         log.warning("%s: %s", path.name, problem)
     return composed_section(composed, screenplay.title, page_dpi(layout.page), number), screenplay

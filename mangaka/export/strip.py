@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from . import Page, Section
+from .pages import Page, Section
 
 log = logging.getLogger("mangaka.export")
 

@@ -161,13 +161,21 @@ def compose_pages(
     border: int | None = None,
     panel_ids: Sequence[str] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    cards: bool = False,
 ) -> ComposedPages:
-    """Lay out, place and letter every panel; ``images`` may be fewer or more than the panels."""
+    """Lay out, place and letter every panel; ``images`` may be fewer or more than the panels.
+    ``cards``: no images; each panel's storyboard card is drawn for its frame (nothing cropped)."""
     layout = layout or LayoutOptions()
     started = time.perf_counter()
     pages_layout = layout_pages(screenplay.panels, layout)
     result = ComposedPages([], pages_layout)
-    matched = _match_images(screenplay, images, panel_ids, result.problems)
+    if cards:
+        from .storyboard import fitted_cards
+
+        matched, card_problems = fitted_cards(screenplay, pages_layout)
+        result.problems += card_problems
+    else:
+        matched = _match_images(screenplay, images, panel_ids, result.problems)
     direction = text_order(layout.direction)
     if lettering is None:
         lettering = LetteringOptions(language=screenplay.language, direction=direction)

@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +116,33 @@ def render_storyboard(
     return [render_card(sp, i, width, height) for i in range(len(sp.panels))]
 
 
+def fitted_cards(sp: Screenplay, pages: Sequence[Any]) -> tuple[dict[str, Image.Image], list[str]]:
+    """A card for each frame of ``pages`` (``PageLayout``s), drawn at the frame's own size and shape so
+    that placing it crops nothing: the sketch, the rows and the type follow the frame. A frame
+    smaller than a card may be (MIN_SIDE) is drawn larger at its shape and scaled down; a larger
+    one at most MAX_SIDE on its long side, scaled up. Returns the cards by panel id and a problem
+    for each card whose text still did not fit (its fields cut with "…")."""
+    index = {panel.id: i for i, panel in enumerate(sp.panels)}
+    cards: dict[str, Image.Image] = {}
+    problems: list[str] = []
+    for page in pages:
+        for frame in page.frames:
+            w, h = frame.rect.w, frame.rect.h
+            scale = max(MIN_SIDE / min(w, h), 1.0)
+            scale = min(scale, MAX_SIDE / max(w, h))
+            width, height = max(MIN_SIDE, round(w * scale)), max(MIN_SIDE, round(h * scale))
+            cut: list[str] = []
+            card = render_card(sp, index[frame.panel_id], min(width, MAX_SIDE), min(height, MAX_SIDE), cut)
+            cards[frame.panel_id] = card if card.size == (w, h) else card.resize((w, h), Image.LANCZOS)
+            if cut:
+                problems.append(
+                    f"panel {frame.panel_id}: its storyboard card's text does not fit its {w}x{h} frame at "
+                    f"the smallest legible size; cut with '…': {', '.join(cut)} (fewer panels per page, "
+                    "or a larger page, gives it room)"
+                )
+    return cards, problems
+
+
 def card_items(sp: Screenplay, panel: Panel) -> list[CardItem]:
     """The text fields of a panel's card, in drawing order, in the screenplay's language."""
     words = labels(sp.language)
@@ -157,7 +185,8 @@ def card_items(sp: Screenplay, panel: Panel) -> list[CardItem]:
 
 
 def _sizes(width: int) -> tuple[int, int, int, int]:
-    """Margin, header size, label size and largest body size for a card width."""
+    """Margin, header size, label size and largest body size for a card whose shorter side is
+    ``width`` (a wide frame's card sizes its type by its height, so its rows still fit)."""
     s = width / DEFAULT_WIDTH
     margin = max(8, round(24 * s))
     header = max(12, round(28 * s))
@@ -231,14 +260,19 @@ def _height(blocks: list[list[str]], size: int) -> int:
 
 
 def render_card(
-    sp: Screenplay, index: int, width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT
+    sp: Screenplay,
+    index: int,
+    width: int = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+    cut: list[str] | None = None,
 ) -> Image.Image:
-    """The sketch card of ``sp.panels[index]``."""
+    """The sketch card of ``sp.panels[index]``; the fields cut to fit are added to ``cut``."""
     _check_size(width, height)
     panel = sp.panels[index]
     language = sp.language
-    margin, header_size, label_size, body_max = _sizes(width)
-    body_min = min(_min_body(width), body_max)
+    side = min(width, round(height * DEFAULT_WIDTH / DEFAULT_HEIGHT))
+    margin, header_size, label_size, body_max = _sizes(side)
+    body_min = min(_min_body(side), body_max)
 
     card = Image.new("RGB", (width, height), PAPER)
     draw = ImageDraw.Draw(card)
@@ -247,25 +281,9 @@ def render_card(
         (inset, inset, width - 1 - inset, height - 1 - inset), outline=SKETCH, width=max(1, width // 384)
     )
 
-    # Header: "p3 · 3/8" and the title; then shot and angle.
     inner = width - 2 * margin
-    header_font = load_font(header_size, language)
-    sub_font = load_font(max(10, round(header_size * 0.75)), language)
     label_font = load_font(label_size, language)
-    number = f"{panel.id} · {index + 1}/{len(sp.panels)}"
-    y = margin
-    draw.text((margin, y), number, font=header_font, fill=INK)
-    title_room = inner - text_width(number, header_font) - margin
-    if title_room > label_size * 3:
-        title = ellipsize(sp.title, label_font, title_room)
-        draw.text(
-            (width - margin, y + header_size - label_size), title, font=label_font, fill=MUTED, anchor="ra"
-        )
-    y += _line_height(header_size)
-    words = labels(language)
-    shot = f"{words['shots'][panel.shot]} · {words['angles'][panel.angle]}"
-    draw.text((margin, y), ellipsize(shot, sub_font, inner), font=sub_font, fill=INK)
-    y += _line_height(sub_font.size) + margin // 2
+    y = _header(draw, sp, index, width, margin, header_size, label_size)
 
     # The camera frame.
     frame_h = max(48, round(height * 0.3))
@@ -295,6 +313,8 @@ def render_card(
         y += _gap(layout.font_size)
 
     if layout.cut:
+        if cut is not None:
+            cut.extend(layout.cut)
         log.warning(
             "Storyboard panel %s: the text does not fit a %dx%d card even at %d px; cut with '…': %s",
             panel.id,
@@ -305,6 +325,37 @@ def render_card(
         )
     _warn_missing_glyphs(sp, panel, items)
     return card
+
+
+def _header(
+    draw: ImageDraw.ImageDraw,
+    sp: Screenplay,
+    index: int,
+    width: int,
+    margin: int,
+    header_size: int,
+    label_size: int,
+) -> int:
+    """The card's header, "p3 · 3/8" and the title, then shot and angle; the y below it."""
+    panel, language = sp.panels[index], sp.language
+    inner = width - 2 * margin
+    header_font = load_font(header_size, language)
+    sub_font = load_font(max(10, round(header_size * 0.75)), language)
+    label_font = load_font(label_size, language)
+    number = f"{panel.id} · {index + 1}/{len(sp.panels)}"
+    y = margin
+    draw.text((margin, y), number, font=header_font, fill=INK)
+    title_room = inner - text_width(number, header_font) - margin
+    if title_room > label_size * 3:
+        title = ellipsize(sp.title, label_font, title_room)
+        draw.text(
+            (width - margin, y + header_size - label_size), title, font=label_font, fill=MUTED, anchor="ra"
+        )
+    y += _line_height(header_size)
+    words = labels(language)
+    shot = f"{words['shots'][panel.shot]} · {words['angles'][panel.angle]}"
+    draw.text((margin, y), ellipsize(shot, sub_font, inner), font=sub_font, fill=INK)
+    return y + _line_height(sub_font.size) + margin // 2
 
 
 def _warn_missing_glyphs(sp: Screenplay, panel: Panel, items: list[CardItem]) -> None:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +20,9 @@ from mangaka.page.storyboard import (
 )
 from mangaka.screenplay.example import example_screenplay
 from mangaka.screenplay.models import ANGLES, SHOTS, Screenplay
+from mangaka.screenplay.validate import load_screenplay
+
+DATA = Path(__file__).parent / "data"
 
 
 def chinese() -> dict[str, Any]:
@@ -259,3 +264,49 @@ def test_japanese_cards_speak_japanese():
     sp = Screenplay.model_validate(japanese())
     labels = [item.label for item in card_items(sp, sp.panels[0]) if item.label]
     assert labels[:2] == ["登場人物", "動作"] and labels[-1] == "台詞"
+
+
+# ---------------------------------------------------------------- cards fitted to their frames
+
+
+@pytest.mark.parametrize("name", ["golden_screenplay.json", "golden_screenplay.zh.json"])
+@pytest.mark.parametrize("page", ["A4 300dpi", "B5 300dpi", "webtoon 800px", "custom"])
+def test_every_card_is_drawn_whole_for_its_frame_in_every_layout(name, page):
+    """Pages without images get each panel's card drawn at its frame's size and shape (so placing it
+    crops nothing): for every panels-per-page count and page size, each card is exactly its frame,
+    and every row of every card fits (nothing is cut, so the report is empty)."""
+    from mangaka.page.layout import MAX_PANELS_PER_PAGE, LayoutOptions, layout_pages
+    from mangaka.page.render import compose_pages
+    from mangaka.page.storyboard import fitted_cards
+
+    sp = load_screenplay(json.loads((DATA / name).read_text(encoding="utf-8")))
+    for per_page in range(1, MAX_PANELS_PER_PAGE + 1):
+        direction = "vertical" if page == "webtoon 800px" else "rtl"
+        size = {"width": 3508, "height": 2480} if page == "custom" else {}  # landscape: wide, short frames
+        options = LayoutOptions(page=page, direction=direction, panels_per_page=per_page, **size)
+        pages = layout_pages(sp.panels, options)
+        cards, problems = fitted_cards(sp, pages)
+        assert problems == [], (per_page, problems)
+        for layout in pages:
+            for frame in layout.frames:
+                assert cards[frame.panel_id].size == (frame.rect.w, frame.rect.h)
+    composed = compose_pages(
+        sp, [], layout=LayoutOptions(page=page, direction=direction, **size), cards=True, letter=False
+    )
+    assert composed.problems == []
+
+
+def test_a_card_too_small_for_its_text_says_so_in_the_report():
+    from mangaka.page.layout import LayoutOptions
+    from mangaka.page.render import compose_pages
+
+    sp = load_screenplay(json.loads((DATA / "golden_screenplay.json").read_text(encoding="utf-8")))
+    long_action = sp.panels[0].model_copy(update={"action": "A very long action. " * 200})
+    sp = sp.model_copy(update={"panels": [long_action, *sp.panels[1:]]})
+    options = LayoutOptions(page="custom", width=600, height=800, panels_per_page=8)
+    composed = compose_pages(sp, [], layout=options, cards=True, letter=False)
+    [problem] = composed.problems
+    assert (
+        problem.startswith(f"panel {sp.panels[0].id}: its storyboard card's text does not fit")
+        and "action" in problem
+    )

@@ -100,7 +100,12 @@ class ComposePage(io.ComfyNode):
             "into a speech balloon (Chinese, Japanese, English; vertical text for zh/ja).",
             is_input_list=True,
             inputs=[
-                io.Image.Input("images", tooltip="Panel images: a batch or a list (one per panel)"),
+                io.Image.Input(
+                    "images",
+                    optional=True,
+                    tooltip="Panel images: a batch or a list (one per panel). Not connected: each panel's "
+                    "storyboard card, drawn whole for its frame",
+                ),
                 *screenplay_inputs(),
                 io.String.Input(
                     "panel_ids",
@@ -126,8 +131,11 @@ class ComposePage(io.ComfyNode):
         )
 
     @classmethod
-    def execute(cls, images, **kw) -> io.NodeOutput:
+    def execute(cls, images=None, **kw) -> io.NodeOutput:
         screenplays = _screenplays(kw.get("screenplay"), kw.get("json_text"))
+        cards = not images
+        if cards:  # no images: every chapter's panels as storyboard cards fitted to their frames
+            images = [None] * len(screenplays)
         names = (
             "page",
             "width",
@@ -143,10 +151,14 @@ class ComposePage(io.ComfyNode):
         font_size = _one(kw["font_size"])
         border = _one(kw["border"])
         try:
-            indexes, chapter_ids = group_by_chapter(
-                [int(batch.shape[0]) for batch in images],
-                [len(parsed.panels) for parsed in screenplays],
-                kw.get("panel_ids") or None,
+            indexes, chapter_ids = (
+                ([[i] for i in range(len(images))], [None] * len(images))
+                if cards
+                else group_by_chapter(
+                    [int(batch.shape[0]) for batch in images],
+                    [len(parsed.panels) for parsed in screenplays],
+                    kw.get("panel_ids") or None,
+                )
             )
         except InputError as exc:
             raise InputError(f"Compose Page: {exc}") from None
@@ -162,12 +174,13 @@ class ComposePage(io.ComfyNode):
             )
             composed = compose_pages(
                 parsed,
-                _to_pil(batch),
+                [] if cards else _to_pil(batch),
                 layout=options,
                 lettering=lettering,
                 letter=bool(_one(kw["lettering"])),
                 border=None if border < 0 else border,
                 panel_ids=panel_ids,
+                cards=cards,
             )
             pages += composed.pages
             layouts.append(composed.layout_json())

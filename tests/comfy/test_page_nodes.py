@@ -83,6 +83,34 @@ def test_storyboard_to_compose_page_gives_lettered_pages(server, language, verti
     assert "glyph" not in report and "do not fit" not in report, report
 
 
+def test_compose_page_without_images_draws_each_card_whole_for_its_frame(server):  # noqa: F811
+    """No images connected: each panel's storyboard card is drawn at its frame's size, so the
+    frame shows the whole card (its bottom rows included), never a crop of a square card."""
+    prompt = compose_prompt(SCREENPLAYS["zh"], "mangaka/cards")
+    del prompt["1"], prompt["2"]["inputs"]["images"]
+    prompt["2"]["inputs"]["lettering"] = False
+    result = server.run_prompt(prompt, timeout=180)
+    assert result.status == "success", result.describe()
+    assert result.outputs["4"]["text"][0].startswith("2 pages"), result.outputs["4"]["text"]
+    layout = json.loads(result.outputs["5"]["text"][0])
+    first = result.outputs["3"]["images"][0]
+    with Image.open(server.base_dir / "output" / first["subfolder"] / first["filename"]) as page:
+        rgb = page.convert("RGB")
+    for frame in layout["pages"][0]["frames"]:
+        x, y, w, h = (frame[k] for k in "xywh")
+        # A card's frame line is drawn inset from its edges on all four sides: each side of the
+        # frame shows ink a few pixels in (a cropped card loses its bottom line).
+        inset = max(4, round(24 * min(w, h * 768 / 1024) / 768) // 2)
+        sides = {
+            "top": [(x + w // 2, y + inset + d) for d in range(-1, 4)],
+            "bottom": [(x + w // 2, y + h - 1 - inset + d) for d in range(-3, 2)],
+            "left": [(x + inset + d, y + h // 2) for d in range(-1, 4)],
+            "right": [(x + w - 1 - inset + d, y + h // 2) for d in range(-3, 2)],
+        }
+        for side, points in sides.items():
+            assert any(sum(rgb.getpixel(p)) < 450 for p in points), (frame, side)
+
+
 def test_fewer_images_than_panels_draws_empty_frames_and_says_so(server):  # noqa: F811
     result = server.run_prompt(
         compose_prompt(SCREENPLAYS["en"], "mangaka/short", images_from="one"), timeout=180

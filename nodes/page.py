@@ -113,6 +113,12 @@ class ComposePage(io.ComfyNode):
                     force_input=True,
                     tooltip="SD Prompts' panel_ids: which panel each image is for (else by order)",
                 ),
+                io.Mask.Input(
+                    "avoid",
+                    optional=True,
+                    tooltip="Where balloons must not go, per panel image (white: a face, the subject), e.g. "
+                    "from a detector; same count and order as images",
+                ),
                 *_layout_inputs(),
                 io.Boolean.Input("lettering", default=True),
                 io.Boolean.Input("vertical_text", default=False, tooltip="Chinese/Japanese top to bottom"),
@@ -163,6 +169,7 @@ class ComposePage(io.ComfyNode):
         except InputError as exc:
             raise InputError(f"Compose Page: {exc}") from None
         groups = [[images[i] for i in chapter] for chapter in indexes]
+        avoid = _avoid_groups(kw.get("avoid"), images, indexes, cards)
         pages, layouts, reports = [], [], []
         progress = _comfy.progress()
         for i, (parsed, batch, panel_ids) in enumerate(zip(screenplays, groups, chapter_ids, strict=True)):
@@ -175,6 +182,7 @@ class ComposePage(io.ComfyNode):
             composed = compose_pages(
                 parsed,
                 [] if cards else _to_pil(batch),
+                avoid=avoid[i],
                 layout=options,
                 lettering=lettering,
                 letter=bool(_one(kw["lettering"])),
@@ -193,6 +201,28 @@ class ComposePage(io.ComfyNode):
         return io.NodeOutput(
             _to_tensor(pages), json.dumps(layout, indent=2), report, ui=ui.PreviewText(report)
         )
+
+
+def _avoid_groups(avoid, images, indexes, cards: bool) -> list:
+    """Compose Page's ``avoid`` masks as PIL "L" images, grouped as the images are (None: not given)."""
+    if not avoid or cards:
+        return [None] * len(indexes)
+    from PIL import Image
+
+    counts = [int(batch.shape[0]) for batch in images]
+    masks = [int(m.shape[0]) if m.dim() == 3 else 1 for m in avoid]
+    if masks != counts:
+        raise InputError(
+            f"Compose Page: avoid has {sum(masks)} masks in batches of {masks} but images has "
+            f"{sum(counts)} in {counts}; give one mask per panel image, batched as the images are"
+        )
+    flat = []
+    for batch in avoid:
+        for frame in batch if batch.dim() == 3 else [batch]:
+            array = (frame.detach().cpu().float().numpy() * 255.0).clip(0, 255).astype("uint8")
+            flat.append(Image.fromarray(array))
+    starts = [sum(counts[:i]) for i in range(len(counts))]
+    return [[flat[starts[i] + k] for i in chapter for k in range(counts[i])] for chapter in indexes]
 
 
 def _screenplays(screenplay, json_text) -> list:

@@ -33,6 +33,7 @@ from .balloon import (
     tip_radius,
     vertical_enabled,
 )
+from .calm import CalmMap, calm_shift
 from .fit import Fit, fit_horizontal, fit_vertical, font_sizes, letterable, measure, visible
 from .fonts import missing_glyphs
 from .layout import TextOrder
@@ -119,23 +120,43 @@ def plan_balloons(
     page_width: int,
     *,
     panel_id: str | None = None,
+    calm: CalmMap | None = None,
+    area: Any | None = None,
 ) -> tuple[list[BalloonPlan], list[str]]:
     """Plan one balloon per line inside ``panel`` (any object with x, y, w, h in page pixels).
 
     Returns the plans in reading order (captions first) and human-readable problems: text that
     does not fit, lines with no room, characters the font lacks. ``panel_id`` (else the panel's
-    ``id`` attribute, else its position) names the panel in the problems.
+    ``id`` attribute, else its position) names the panel in the problems. ``calm``: the panel's
+    picture as a cost map (``calm.py``); the packed balloons move together to its calmest spot.
+    ``area``: a part of the panel the balloons must stay in (a storyboard card's free band); when
+    they do not all fit there, the whole panel is used and the report says so.
     """
     check_options(options)
     setting = _setting(panel, options, page_width, panel_id)
     order = _reading_order(lines)
-    measures = {
-        it.index: measure(it.text, setting.language, setting.largest) for it in order if not setting.vertical
-    }
-    fits = _Fits(setting, measures)
-    scale, sizes, placed = _choose_layout(fits, order)
-    plans: list[BalloonPlan] = []
     problems: list[str] = []
+    chosen = None
+    if area is not None and not Box.of(area).empty:
+        chosen = _layout_in(_setting(area, options, page_width, panel_id), order)
+        if chosen is None:
+            problems.append(
+                f"{setting.where}: its balloons do not fit beside its storyboard card's header and text "
+                "rows; placed over the card"
+            )
+    setting, fits, (scale, sizes, placed) = chosen or _layout_in(setting, order, whole=True)  # type: ignore[misc]
+    plans: list[BalloonPlan] = []
+    if calm is not None:
+        tails = [
+            0 if it.kind == "caption" else tail_length(size) + setting.lw + tip_radius(size)
+            for it, size in zip(order, sizes, strict=True)
+        ]
+        placed, clear = calm_shift(placed, setting.inner, calm, tails)
+        if not clear:
+            problems.append(
+                f"{setting.where}: every place for its balloons covers what they must not (the avoid mask, "
+                "or a storyboard card's header and text rows); placed as if there were none"
+            )
     sides = _speaker_sides([it.spec for it in order], setting.direction)
     for it, size, box in zip(order, sizes, placed, strict=True):
         f = fits.fit(it, size, scale)
@@ -144,6 +165,24 @@ def plan_balloons(
     for problem in problems:
         log.warning("Lettering: %s", problem)
     return plans, problems
+
+
+def _layout_in(s: _Setting, order: list[_Item], whole: bool = False) -> tuple[_Setting, _Fits, Layout] | None:
+    """The layout of ``order`` in ``s``'s box; None when some line finds no room or its text does
+    not fit whole there (unless ``whole``: the panel itself, where what is left out is reported)."""
+    measures = {it.index: measure(it.text, s.language, s.largest) for it in order if not s.vertical}
+    fits = _Fits(s, measures)
+    layout = _choose_layout(fits, order)
+    scale, sizes, placed = layout
+    if not whole:
+        for it, size, box in zip(order, sizes, placed, strict=True):
+            if not it.text:
+                continue
+            f = fits.fit(it, size, scale)
+            # A vertical line squeezed into columns of one or two characters reads as a row.
+            if box is None or not f.fits or (s.vertical and min(map(len, f.lines[:-1]), default=3) < 3):
+                return None
+    return s, fits, layout
 
 
 def _setting(panel: Any, options: LetteringOptions, page_width: int, panel_id: str | None) -> _Setting:

@@ -23,6 +23,7 @@ from PIL import Image, ImageDraw
 from ..errors import InputError
 from ..fileio import write_atomic
 from ..screenplay.models import Panel, Screenplay
+from .calm import CalmMap, calm_map
 from .fonts import load_font
 from .layout import LayoutOptions, PageLayout, Rect, layout_pages, layout_to_dict, text_order
 from .lettering import BalloonPlan, LetteringOptions, LineSpec, draw_balloons, plan_balloons
@@ -96,6 +97,21 @@ def cover(image: Image.Image, width: int, height: int) -> Image.Image:
     return resized.crop((left, top, left + width, top + height))
 
 
+def free_band(mask: Image.Image, rect: Rect) -> Rect:
+    """The tallest band of whole rows that ``mask`` (the frame's size) leaves free, on the page."""
+    rows = [mask.crop((0, y, mask.width, y + 1)).getbbox() is None for y in range(mask.height)]
+    best = (0, 0)
+    start = None
+    for y, free in enumerate([*rows, False]):
+        if free and start is None:
+            start = y
+        elif not free and start is not None:
+            best = max(best, (y - start, start))
+            start = None
+    height, top = best
+    return Rect(rect.x, rect.y + top, rect.w, height)
+
+
 def speaker_positions(panel: Panel, direction: str) -> dict[str, float]:
     """Where each character shown is assumed to stand, 0 (left) to 1 (right): in the order the
     panel lists them, starting from the reading side (right for manga) so the first speaker's
@@ -162,20 +178,29 @@ def compose_pages(
     panel_ids: Sequence[str] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     cards: bool = False,
+    avoid: Sequence[Image.Image | None] | None = None,
+    calm: bool = True,
 ) -> ComposedPages:
     """Lay out, place and letter every panel; ``images`` may be fewer or more than the panels.
-    ``cards``: no images; each panel's storyboard card is drawn for its frame (nothing cropped)."""
+    ``cards``: no images; each panel's storyboard card is drawn for its frame (nothing cropped) and
+    its balloons keep off the card's header and text rows. ``avoid``: a mask per image (matched to
+    panels as the images are; white where no balloon may go: a face, the subject). Balloons go
+    where the picture is calmest (``calm.py``; ``calm=False``: where they are packed, top first)."""
     layout = layout or LayoutOptions()
     started = time.perf_counter()
     pages_layout = layout_pages(screenplay.panels, layout)
     result = ComposedPages([], pages_layout)
+    pictures = _Pictures(cards, calm, letter)
     if cards:
         from .storyboard import fitted_cards
 
-        matched, card_problems = fitted_cards(screenplay, pages_layout)
+        pictures.matched, card_problems = fitted_cards(screenplay, pages_layout, pictures.masks)
         result.problems += card_problems
     else:
-        matched = _match_images(screenplay, images, panel_ids, result.problems)
+        pictures.matched = _match_images(screenplay, images, panel_ids, result.problems)
+        if avoid:
+            given = _match_images(screenplay, avoid, panel_ids, [])  # type: ignore[arg-type]
+            pictures.masks = {pid: mask for pid, mask in given.items() if mask is not None}
     direction = text_order(layout.direction)
     if lettering is None:
         lettering = LetteringOptions(language=screenplay.language, direction=direction)
@@ -184,43 +209,73 @@ def compose_pages(
     for page in pages_layout:
         t0 = time.perf_counter()
         canvas = Image.new("RGB", (page.width, page.height), PAPER)
-        draw = ImageDraw.Draw(canvas)
         stroke = border if border is not None else max(2, page.width // 400)
-        for frame in page.frames:
-            rect = frame.rect
-            image = matched.get(frame.panel_id)
-            if image is None:
-                _empty_frame(draw, rect, frame.panel_id, page.width)
-            else:
-                canvas.paste(cover(image, rect.w, rect.h), (rect.x, rect.y))
-            if stroke:
-                draw.rectangle((rect.x, rect.y, rect.right - 1, rect.bottom - 1), outline=INK, width=stroke)
+        calm_maps, areas = pictures.place(canvas, page, stroke)
         t1 = time.perf_counter()
         placing += t1 - t0
-        if letter:
-            for frame in page.frames:
-                panel = panels[frame.panel_id]
-                specs = _lines(screenplay, panel, direction)
-                if not specs:
-                    continue
-                plans, problems = plan_balloons(
-                    frame.rect, specs, lettering, page.width, panel_id=frame.panel_id
-                )
-                result.balloons[frame.panel_id] = plans
-                result.problems += problems
-                draw_balloons(canvas, plans, lettering)
+        for frame in page.frames if letter else ():
+            specs = _lines(screenplay, panels[frame.panel_id], direction)
+            if not specs:
+                continue
+            plans, problems = plan_balloons(
+                frame.rect,
+                specs,
+                lettering,
+                page.width,
+                panel_id=frame.panel_id,
+                calm=calm_maps.get(frame.panel_id),
+                area=areas.get(frame.panel_id),
+            )
+            result.balloons[frame.panel_id] = plans
+            result.problems += problems
+            draw_balloons(canvas, plans, lettering)
         lettering_time += time.perf_counter() - t1
         result.pages.append(canvas)
         if on_progress is not None:
             on_progress(len(result.pages), len(pages_layout))
-    result.seconds = {
-        "place": placing,
-        "letter": lettering_time,
-        "total": time.perf_counter() - started,
-    }
+    result.seconds = {"place": placing, "letter": lettering_time, "total": time.perf_counter() - started}
     for problem in result.problems:
         log.warning("Compose Page: %s", problem)
     return result
+
+
+@dataclass
+class _Pictures:
+    """What goes in each frame: the pictures by panel id, their avoid masks, and how balloons are
+    to be placed over them."""
+
+    cards: bool
+    calm: bool
+    letter: bool
+    matched: dict[str, Image.Image] = field(default_factory=dict)
+    masks: dict[str, Image.Image] = field(default_factory=dict)
+
+    def place(
+        self, canvas: Image.Image, page: PageLayout, stroke: int
+    ) -> tuple[dict[str, CalmMap], dict[str, Rect]]:
+        """Draw ``page``'s frames on ``canvas``; each picture's calm map and, for a card, the band its
+        header and text rows leave free."""
+        draw = ImageDraw.Draw(canvas)
+        calm_maps: dict[str, CalmMap] = {}
+        areas: dict[str, Rect] = {}
+        for frame in page.frames:
+            rect = frame.rect
+            image = self.matched.get(frame.panel_id)
+            if image is None:
+                _empty_frame(draw, rect, frame.panel_id, page.width)
+            else:
+                placed = cover(image, rect.w, rect.h)
+                canvas.paste(placed, (rect.x, rect.y))
+                mask = self.masks.get(frame.panel_id)
+                if self.cards and mask is not None:
+                    areas[frame.panel_id] = free_band(mask, rect)
+                    mask = None
+                if self.letter and self.calm:
+                    shaped = None if mask is None else cover(mask, rect.w, rect.h)
+                    calm_maps[frame.panel_id] = calm_map(placed, (rect.x, rect.y), shaped)
+            if stroke:
+                draw.rectangle((rect.x, rect.y, rect.right - 1, rect.bottom - 1), outline=INK, width=stroke)
+        return calm_maps, areas
 
 
 def preview_layout(pages_layout: Sequence[PageLayout]) -> list[Image.Image]:

@@ -116,12 +116,25 @@ def render_storyboard(
     return [render_card(sp, i, width, height) for i in range(len(sp.panels))]
 
 
-def fitted_cards(sp: Screenplay, pages: Sequence[Any]) -> tuple[dict[str, Image.Image], list[str]]:
+def card_rows_mask(size: tuple[int, int], rows: list[tuple[int, int]], scale: float) -> Image.Image:
+    """An "L" mask of a card of ``size``: white over its header and text rows (``rows`` drawn at
+    ``scale`` times the size), where a balloon must not go."""
+    mask = Image.new("L", size, 0)
+    draw = ImageDraw.Draw(mask)
+    for top, bottom in rows:
+        draw.rectangle((0, math.floor(top / scale), size[0], math.ceil(bottom / scale)), fill=255)
+    return mask
+
+
+def fitted_cards(
+    sp: Screenplay, pages: Sequence[Any], masks: dict[str, Image.Image] | None = None
+) -> tuple[dict[str, Image.Image], list[str]]:
     """A card for each frame of ``pages`` (``PageLayout``s), drawn at the frame's own size and shape so
     that placing it crops nothing: the sketch, the rows and the type follow the frame. A frame
     smaller than a card may be (MIN_SIDE) is drawn larger at its shape and scaled down; a larger
     one at most MAX_SIDE on its long side, scaled up. Returns the cards by panel id and a problem
-    for each card whose text still did not fit (its fields cut with "…")."""
+    for each card whose text still did not fit (its fields cut with "…"). ``masks``, when given,
+    gets each card's header and text rows as a mask (``card_rows_mask``), for balloons to keep off."""
     index = {panel.id: i for i, panel in enumerate(sp.panels)}
     cards: dict[str, Image.Image] = {}
     problems: list[str] = []
@@ -132,8 +145,12 @@ def fitted_cards(sp: Screenplay, pages: Sequence[Any]) -> tuple[dict[str, Image.
             scale = min(scale, MAX_SIDE / max(w, h))
             width, height = max(MIN_SIDE, round(w * scale)), max(MIN_SIDE, round(h * scale))
             cut: list[str] = []
-            card = render_card(sp, index[frame.panel_id], min(width, MAX_SIDE), min(height, MAX_SIDE), cut)
+            rows: list[tuple[int, int]] = []
+            size = (min(width, MAX_SIDE), min(height, MAX_SIDE))
+            card = render_card(sp, index[frame.panel_id], *size, cut, rows)
             cards[frame.panel_id] = card if card.size == (w, h) else card.resize((w, h), Image.LANCZOS)
+            if masks is not None:
+                masks[frame.panel_id] = card_rows_mask((w, h), rows, card.height / h)
             if cut:
                 problems.append(
                     f"panel {frame.panel_id}: its storyboard card's text does not fit its {w}x{h} frame at "
@@ -265,8 +282,10 @@ def render_card(
     width: int = DEFAULT_WIDTH,
     height: int = DEFAULT_HEIGHT,
     cut: list[str] | None = None,
+    rows: list[tuple[int, int]] | None = None,
 ) -> Image.Image:
-    """The sketch card of ``sp.panels[index]``; the fields cut to fit are added to ``cut``."""
+    """The sketch card of ``sp.panels[index]``; the fields cut to fit are added to ``cut``, and the
+    header's and the text rows' vertical spans (top, bottom) to ``rows``."""
     _check_size(width, height)
     panel = sp.panels[index]
     language = sp.language
@@ -284,6 +303,7 @@ def render_card(
     inner = width - 2 * margin
     label_font = load_font(label_size, language)
     y = _header(draw, sp, index, width, margin, header_size, label_size)
+    header_end = y
 
     # The camera frame.
     frame_h = max(48, round(height * 0.3))
@@ -293,6 +313,7 @@ def render_card(
         (margin, y, margin + inner - 1, y + frame_h - 1), outline=SKETCH, width=max(1, width // 256)
     )
     y += frame_h + margin // 2 + margin // 4
+    text_top = y
 
     # The text fields: labels in a left column, values wrapped to the right of it.
     items = card_items(sp, panel)
@@ -311,6 +332,8 @@ def render_card(
             draw.text((value_x, y), line, font=font, fill=INK)
             y += line_h
         y += _gap(layout.font_size)
+    if rows is not None:
+        rows += [(0, header_end), (text_top, min(height, y))]
 
     if layout.cut:
         if cut is not None:

@@ -111,6 +111,25 @@ def test_compose_page_without_images_draws_each_card_whole_for_its_frame(server)
             assert any(sum(rgb.getpixel(p)) < 450 for p in points), (frame, side)
 
 
+def test_an_avoid_mask_reaches_compose_page_and_its_report(server):  # noqa: F811
+    """``avoid`` from a core node (the cards' red channel: white almost everywhere, so no spot is
+    free): Compose Page reads one mask per image and names every panel whose balloons could not
+    keep off it; a mask count unlike the images' is refused by name."""
+    prompt = compose_prompt(SCREENPLAYS["en"], "mangaka/avoid")
+    prompt["7"] = {"class_type": "ImageToMask", "inputs": {"image": ["1", 0], "channel": "red"}}
+    prompt["2"]["inputs"]["avoid"] = ["7", 0]
+    result = server.run_prompt(prompt, timeout=180)
+    assert result.status == "success", result.describe()
+    report = result.outputs["4"]["text"][0]
+    panels = len(json.loads(SCREENPLAYS["en"])["panels"])
+    assert report.count("every place for its balloons covers what they must not") == panels, report
+    prompt["8"] = {"class_type": "SolidMask", "inputs": {"value": 1.0, "width": 64, "height": 64}}
+    prompt["2"]["inputs"]["avoid"] = ["8", 0]
+    result = server.run_prompt(prompt, timeout=180)
+    assert result.status == "error", result.describe()
+    assert "avoid has 1 masks" in result.error["exception_message"]
+
+
 def test_fewer_images_than_panels_draws_empty_frames_and_says_so(server):  # noqa: F811
     result = server.run_prompt(
         compose_prompt(SCREENPLAYS["en"], "mangaka/short", images_from="one"), timeout=180

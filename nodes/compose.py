@@ -67,6 +67,9 @@ def read_screenplay(screenplay: dict | None, json_text: str | None, node: str) -
     )
 
 
+BALLOON_ROOM = ("style default", "on", "off")
+
+
 class ScreenplayToPrompts(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
@@ -98,6 +101,14 @@ class ScreenplayToPrompts(io.ComfyNode):
                     default=_comfy.NONE,
                     optional=True,
                     tooltip=f"A bible .json in ComfyUI's input/{BIBLE_FOLDER} folder",
+                ),
+                io.Combo.Input(
+                    "balloon_room",
+                    options=list(BALLOON_ROOM),
+                    default=BALLOON_ROOM[0],
+                    optional=True,
+                    tooltip="Ask each panel with lines for empty space for its balloons, in the style's "
+                    "words (style default: on for manga_bw and manhua_ink)",
                 ),
             ],
             outputs=[
@@ -153,8 +164,13 @@ class ScreenplayToPrompts(io.ComfyNode):
         json_text: str | None = None,
         bible: str | None = None,
         bible_file: str | None = None,
+        balloon_room: str = "style default",
     ) -> io.NodeOutput:
         node = "Screenplay → SD Prompts"
+        if balloon_room not in BALLOON_ROOM:
+            raise InputError(
+                f"{node}: balloon_room {balloon_room!r} is not one of: {', '.join(BALLOON_ROOM)}"
+            )
         parsed = read_screenplay(screenplay, json_text, node)
         overrides = []
         if bible_file not in (None, _comfy.NONE):
@@ -169,6 +185,7 @@ class ScreenplayToPrompts(io.ComfyNode):
             bible=build_bible(parsed, overrides),
             count_tokens=tokenizer.count if tokenizer else None,
             token_counter="CLIP BPE" if tokenizer else "estimate",
+            balloon_room={"on": True, "off": False}.get(balloon_room),
         )
         for warning in compiled.warnings:
             log.warning("%s: %s", node, warning)

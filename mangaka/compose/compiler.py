@@ -161,11 +161,14 @@ def compile_prompts(
     bible: CharacterBible | None = None,
     count_tokens: TokenCounter | None = None,
     token_counter: str = "estimate",
+    balloon_room: bool | None = None,
 ) -> CompiledPrompts:
     """Every panel's positive prompt, caption and dialogue, and the one negative prompt.
 
     ``bible`` defaults to the screenplay's own cast; ``count_tokens`` defaults to the CLIP
     estimate (pass ``ClipTokenizer(...).count`` and ``token_counter="CLIP BPE"`` for exact counts).
+    ``balloon_room``: a panel with lines asks for empty space for its balloons, in the style's
+    words, right after the style's own (None: as the style decides).
     """
     check_mode(mode)
     preset = load_style(style)
@@ -180,8 +183,13 @@ def compile_prompts(
             "which CLIP-based checkpoints (SD1.5, SDXL) read poorly; natural mode suits models with a "
             "multilingual text encoder (Qwen-Image), or write the screenplay in English"
         )
+    room = preset.room_default if balloon_room is None else balloon_room
     for panel in screenplay.panels:
         fragments = build(screenplay, panel, preset, bible)
+        if room and screenplay.lines_of(panel):
+            at = len(preset.positive(mode))
+            words = list(preset.room_tags) if mode == "tags" else [preset.room_natural]
+            fragments = _dedupe([*fragments[:at], *words, *fragments[at:]])
         positive = joiner.join(fragments)
         caption, dialogue = _lines(screenplay, panel)
         prompt = PanelPrompt(panel.id, positive, caption, dialogue, tuple(panel.characters), count(positive))

@@ -1,7 +1,10 @@
 """Style presets and the camera/emotion vocabulary: data files under ``prompts/``.
 
 - ``prompts/styles/<name>.json``: ``label``, ``description``, and for each output mode
-  (``tags``, ``natural``) the positive and negative fragments of the style.
+  (``tags``, ``natural``) the positive and negative fragments of the style; ``balloon_room``: the
+  words that ask the image for empty space where balloons will go (added to panels with lines),
+  and whether the style asks by default (off for shoujo, whose backgrounds are busy by design, and
+  for webtoon, whose balloons usually sit between panels).
 - ``prompts/compose/terms.json``: shot type → camera terms, camera angle → angle terms, emotion
   → expression terms, and how many people are shown → count tags, each for both modes.
 
@@ -33,6 +36,9 @@ class Style:
     negative_tags: tuple[str, ...]
     positive_natural: str
     negative_natural: str
+    room_default: bool = False
+    room_tags: tuple[str, ...] = ()
+    room_natural: str = ""
 
     def positive(self, mode: str) -> list[str]:
         return list(self.positive_tags) if mode == "tags" else [self.positive_natural]
@@ -68,6 +74,9 @@ def load_style(name: str) -> Style:
             negative_tags=tuple(data["tags"]["negative"]),
             positive_natural=str(data["natural"]["positive"]),
             negative_natural=str(data["natural"]["negative"]),
+            room_default=bool(data["balloon_room"]["default"]),
+            room_tags=tuple(data["balloon_room"]["tags"]),
+            room_natural=str(data["balloon_room"]["natural"]),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise MangakaError(f"style preset file {path} is broken ({exc!r}); reinstall the pack") from None

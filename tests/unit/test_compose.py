@@ -239,3 +239,34 @@ def test_readme_shows_the_golden_example_panel(mode):
     readme = " ".join((DATA.parents[2] / "README.md").read_text(encoding="utf-8").split())
     golden = json.loads((GOLDEN / f"manga_bw.{mode}.json").read_text(encoding="utf-8"))
     assert f"`{mode}`: `{golden['panels'][3]['positive']}`" in readme
+
+
+@pytest.mark.parametrize("mode", ["tags", "natural"])
+def test_balloon_room_is_asked_for_in_panels_with_lines_only(screenplay, mode):
+    """The style's words for empty balloon space go right after its own words, in every panel with
+    a line and in no other; ``balloon_room`` overrides the style's default either way."""
+    silent = screenplay.panels[0].model_copy(update={"dialogue": []})
+    screenplay = screenplay.model_copy(update={"panels": [silent, *screenplay.panels[1:]]})
+    style = load_style("manga_bw")
+    words = list(style.room_tags) if mode == "tags" else [style.room_natural]
+    joiner = ", " if mode == "tags" else " "
+    off = compile_prompts(screenplay, style="manga_bw", mode=mode, balloon_room=False)
+    default = compile_prompts(screenplay, style="manga_bw", mode=mode)
+    assert (
+        style.room_default
+        and default.panels
+        == compile_prompts(screenplay, style="manga_bw", mode=mode, balloon_room=True).panels
+    )
+    with_lines = {p.id for p in screenplay.panels if screenplay.lines_of(p)}
+    assert with_lines and with_lines != {p.id for p in screenplay.panels}  # the set has both kinds
+    for plain, asked in zip(off.panels, default.panels, strict=True):
+        if plain.id in with_lines:
+            head = joiner.join(style.positive(mode))
+            assert asked.positive == plain.positive.replace(head, joiner.join([head, *words]), 1)
+        else:
+            assert asked.positive == plain.positive
+    assert not load_style("webtoon_color").room_default
+    assert (
+        compile_prompts(screenplay, style="webtoon_color", mode=mode).panels
+        == compile_prompts(screenplay, style="webtoon_color", mode=mode, balloon_room=False).panels
+    )

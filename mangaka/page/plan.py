@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError
@@ -73,6 +73,7 @@ class _Setting:
     vertical: bool
     language: str
     direction: TextOrder
+    cap_h: float = MAX_BALLOON_HEIGHT  # a balloon's largest share of the height it may use
 
 
 @dataclass
@@ -96,7 +97,7 @@ class _Fits:
     def _compute(self, item: _Item, size: int, scale: float, exact: bool) -> Fit:
         s = self.setting
         cap_w = int(s.inner.w * MAX_BALLOON_WIDTH * scale)
-        cap_h = int(s.inner.h * MAX_BALLOON_HEIGHT * scale)
+        cap_h = int(s.inner.h * s.cap_h * scale)
         factor, margin = _frame(item.kind, size, s.lw)
         max_w = int((cap_w - 2 * margin) / factor)
         max_h = int((cap_h - 2 * margin) / factor)
@@ -138,7 +139,9 @@ def plan_balloons(
     problems: list[str] = []
     chosen = None
     if area is not None and not Box.of(area).empty:
-        chosen = _layout_in(_setting(area, options, page_width, panel_id), order)
+        # A band beside a card's text is short: a balloon may take all of its height.
+        band = replace(_setting(area, options, page_width, panel_id), cap_h=1.0)
+        chosen = _layout_in(band, order)
         if chosen is None:
             problems.append(
                 f"{setting.where}: its balloons do not fit beside its storyboard card's header and text "

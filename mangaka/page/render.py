@@ -191,19 +191,22 @@ def compose_pages(
     pages_layout = layout_pages(screenplay.panels, layout)
     result = ComposedPages([], pages_layout)
     pictures = _Pictures(cards, calm, letter)
+    direction = text_order(layout.direction)
+    if lettering is None:
+        lettering = LetteringOptions(language=screenplay.language, direction=direction)
     if cards:
+        from .lettering import vertical_enabled
         from .storyboard import fitted_cards
 
-        pictures.matched, card_problems = fitted_cards(screenplay, pages_layout, pictures.masks)
+        # Vertical balloons are tall: a card lettered vertically gets a taller camera frame for them.
+        sketch = 0.45 if letter and vertical_enabled(lettering) else 0.3
+        pictures.matched, card_problems = fitted_cards(screenplay, pages_layout, pictures.masks, sketch)
         result.problems += card_problems
     else:
         pictures.matched = _match_images(screenplay, images, panel_ids, result.problems)
         if avoid:
             given = _match_images(screenplay, avoid, panel_ids, [])  # type: ignore[arg-type]
             pictures.masks = {pid: mask for pid, mask in given.items() if mask is not None}
-    direction = text_order(layout.direction)
-    if lettering is None:
-        lettering = LetteringOptions(language=screenplay.language, direction=direction)
     panels = {p.id: p for p in screenplay.panels}
     placing = lettering_time = 0.0
     for page in pages_layout:

@@ -127,14 +127,15 @@ def card_rows_mask(size: tuple[int, int], rows: list[tuple[int, int]], scale: fl
 
 
 def fitted_cards(
-    sp: Screenplay, pages: Sequence[Any], masks: dict[str, Image.Image] | None = None
+    sp: Screenplay, pages: Sequence[Any], masks: dict[str, Image.Image] | None = None, sketch: float = 0.3
 ) -> tuple[dict[str, Image.Image], list[str]]:
     """A card for each frame of ``pages`` (``PageLayout``s), drawn at the frame's own size and shape so
     that placing it crops nothing: the sketch, the rows and the type follow the frame. A frame
     smaller than a card may be (MIN_SIDE) is drawn larger at its shape and scaled down; a larger
     one at most MAX_SIDE on its long side, scaled up. Returns the cards by panel id and a problem
     for each card whose text still did not fit (its fields cut with "…"). ``masks``, when given,
-    gets each card's header and text rows as a mask (``card_rows_mask``), for balloons to keep off."""
+    gets each card's header and text rows as a mask (``card_rows_mask``), for balloons to keep off;
+    ``sketch``: the camera frame's share of each card (vertical lettering needs a taller one)."""
     index = {panel.id: i for i, panel in enumerate(sp.panels)}
     cards: dict[str, Image.Image] = {}
     problems: list[str] = []
@@ -147,7 +148,7 @@ def fitted_cards(
             cut: list[str] = []
             rows: list[tuple[int, int]] = []
             size = (min(width, MAX_SIDE), min(height, MAX_SIDE))
-            card = render_card(sp, index[frame.panel_id], *size, cut, rows)
+            card = render_card(sp, index[frame.panel_id], *size, cut, rows, sketch)
             cards[frame.panel_id] = card if card.size == (w, h) else card.resize((w, h), Image.LANCZOS)
             if masks is not None:
                 masks[frame.panel_id] = card_rows_mask((w, h), rows, card.height / h)
@@ -283,14 +284,20 @@ def render_card(
     height: int = DEFAULT_HEIGHT,
     cut: list[str] | None = None,
     rows: list[tuple[int, int]] | None = None,
+    sketch: float = 0.3,
 ) -> Image.Image:
     """The sketch card of ``sp.panels[index]``; the fields cut to fit are added to ``cut``, and the
-    header's and the text rows' vertical spans (top, bottom) to ``rows``."""
+    header's and the text rows' vertical spans (top, bottom) to ``rows``. ``sketch``: the camera
+    frame's share of the card's height."""
     _check_size(width, height)
     panel = sp.panels[index]
     language = sp.language
-    side = min(width, round(height * DEFAULT_WIDTH / DEFAULT_HEIGHT))
-    margin, header_size, label_size, body_max = _sizes(side)
+    # Type follows the card's shorter side (its height counted at the default card's shape); the
+    # body may grow toward the mean of both sides on a long card, whose rows have room to spare.
+    tall = round(height * DEFAULT_WIDTH / DEFAULT_HEIGHT)
+    side = min(width, tall)
+    margin, header_size, label_size, _ = _sizes(side)
+    body_max = _sizes(min(round(math.sqrt(width * tall)), 2 * side))[3]
     body_min = min(_min_body(side), body_max)
 
     card = Image.new("RGB", (width, height), PAPER)
@@ -306,7 +313,7 @@ def render_card(
     header_end = y
 
     # The camera frame.
-    frame_h = max(48, round(height * 0.3))
+    frame_h = max(48, round(height * sketch))
     sketch = _sketch(panel, sp, inner, frame_h, width)
     card.paste(sketch, (margin, y))
     draw.rectangle(

@@ -156,3 +156,35 @@ def test_absurd_page_size_is_an_error_naming_the_limits(server):  # noqa: F811
     result = server.run_prompt(prompt, timeout=60)
     assert result.status == "error", result.describe()
     assert "pixels" in result.error["exception_message"]
+
+
+def test_save_manga_writes_what_is_asked_and_refuses_a_path_outside_the_output_folder(server):  # noqa: F811
+    """Compose Page's pages (cards, no images) into Save Manga: only the PDF asked for, at the page's
+    physical size, never over an earlier file (a second run takes the next number); a prefix that
+    climbs out of the output folder is refused before the run, naming the input."""
+    prompt = compose_prompt(SCREENPLAYS["zh"], "mangaka/cards")
+    del prompt["1"], prompt["2"]["inputs"]["images"]
+    prompt["2"]["inputs"].update(page="A4 300dpi")
+    prompt["9"] = {
+        "class_type": "MangakaSaveManga",
+        "inputs": {"pages": ["2", 0], "json_text": SCREENPLAYS["zh"], "filename_prefix": "mangaka/saved",
+                   "cbz": False, "epub": False, "pdf": True, "direction": "rtl", "dpi": 300, "title": ""},
+    }  # fmt: skip
+    names = []
+    for run in range(2):
+        prompt["9"]["inputs"]["title"] = f"Run {run}"  # an unchanged node would come from the cache
+        result = server.run_prompt(prompt, timeout=180)
+        assert result.status == "success", result.describe()
+        [item] = result.outputs["9"]["files"]
+        names.append(item["filename"])
+    assert names == ["saved_00001.pdf", "saved_00002.pdf"]
+    data = (server.base_dir / "output" / "mangaka" / names[0]).read_bytes()
+    assert data.startswith(b"%PDF-") and b"/MediaBox [0 0 595.2000 841.9200]" in data
+    assert b"/Direction /R2L" in data
+    prompt["9"]["inputs"]["filename_prefix"] = "../outside"
+    for other in ("3", "4", "5"):  # Save Manga the only output: the whole prompt is refused
+        del prompt[other]
+    status, body = server.post_prompt(prompt)
+    assert status == 400 and "filename_prefix must be a relative name" in json.dumps(
+        body["node_errors"]["9"]
+    ), body

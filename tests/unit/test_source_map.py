@@ -352,7 +352,8 @@ def test_any_chapter_gives_a_consistent_map(case):
 @example(
     (
         "ja",
-        "“は雨ががrain\n見たです静かがの窓見たは。”窓。\n  「窓。」\n  “は雨ががrain\r見たです静かがの窓見たは。”",
+        "“は雨ががrain\n見たです静かがの窓見たは。”窓。\n  「窓。」\n"
+        "  “は雨ががrain\r見たです静かがの窓見たは。”",
     )
 )
 def test_line_endings_do_not_change_the_map(case):

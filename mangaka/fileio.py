@@ -179,6 +179,20 @@ def _write_through(path: Path, raw: bytes, kind: str) -> None:
         os.close(fd)
 
 
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file in ``path``'s folder (made if missing), open for writing."""
+    if name_too_long(path):
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where a folder of the path should be
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
+    # The temporary name must itself be a valid name: a long one gets a short prefix.
+    fits = len(os.fsencode(path.name)) + _TEMP_SUFFIX_BYTES + 1 <= NAME_MAX
+    prefix = f".{path.name}." if fits else ".mangaka-"
+    return tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+
+
 def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder.
 
@@ -202,16 +216,7 @@ def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True)
                 return path
             code = errno.EISDIR if kind == "folder" else errno.EINVAL
             raise OSError(code, f"it is a {kind}, which Mangaka never replaces; give a file path")
-        if name_too_long(path):
-            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:  # a file where a folder of the path should be
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
-        # The temporary name must itself be a valid name: a long one gets a short prefix.
-        fits = len(os.fsencode(path.name)) + _TEMP_SUFFIX_BYTES + 1 <= NAME_MAX
-        prefix = f".{path.name}." if fits else ".mangaka-"
-        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+        fd, tmp = _temp_beside(path)
         with os.fdopen(fd, "wb") as fh:
             if hasattr(os, "fchmod"):
                 os.fchmod(fh.fileno(), FILE_MODE)
@@ -248,16 +253,7 @@ def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
         if kind is not None and kind != "file":
             code = errno.EISDIR if kind == "folder" else errno.EINVAL
             raise OSError(code, f"it is a {kind}, which Mangaka never replaces; give a file path")
-        if name_too_long(path):
-            raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
-        fits = len(os.fsencode(path.name)) + _TEMP_SUFFIX_BYTES + 1 <= NAME_MAX
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{path.name}." if fits else ".mangaka-", suffix=".tmp", dir=path.parent
-        )
+        fd, tmp = _temp_beside(path)
         with os.fdopen(fd, "w+b") as fh:
             if hasattr(os, "fchmod"):
                 os.fchmod(fh.fileno(), FILE_MODE)

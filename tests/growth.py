@@ -32,7 +32,14 @@ def small_and_large(call: Callable[[int], object], n: int) -> tuple[float, float
     return small, large
 
 
-def assert_linear(call: Callable[[int], object], n: int, slack: float = 0.001) -> None:
-    """``call(n)`` costs under ``BOUND`` times ``call(n // RATIO)`` (plus ``slack`` seconds)."""
-    small, large = small_and_large(call, n)
-    assert large < BOUND * small + slack, f"{small * 1e3:.2f} ms at n/{RATIO}, {large * 1e3:.2f} ms at n"
+def assert_linear(call: Callable[[int], object], n: int, slack: float = 0.001, tries: int = 3) -> None:
+    """``call(n)`` costs under ``BOUND`` times ``call(n // RATIO)`` (plus ``slack`` seconds), in at
+    least one of ``tries`` measurements: on a loaded two-core machine the CPU time of one call can
+    double (a sibling hyperthread, a cold cache), while quadratic work is over the bound every time."""
+    seen = []
+    for _ in range(tries):
+        small, large = small_and_large(call, n)
+        if large < BOUND * small + slack:
+            return
+        seen.append(f"{small * 1e3:.2f} ms at n/{RATIO}, {large * 1e3:.2f} ms at n")
+    raise AssertionError("; ".join(seen))

@@ -125,7 +125,7 @@ elif [ "${MANGAKA_REQUIRE_EMULATION:-}" = 1 ]; then
 else
   echo "run.sh: WARNING: no emulation tools (above): the portable-wheel test will skip" >&2
 fi
-phase "setup: chromium and the export checkers (epubcheck, qpdf, poppler-utils)"
+phase "setup: chromium, a CJK font and the export checkers (epubcheck, qpdf, poppler-utils)"
 # The browser test drives Debian's chromium (no browser download), and the export tests open each
 # CBZ/EPUB/PDF with Debian's epubcheck, qpdf and pdfinfo/pdfimages; installed when we can.
 apt_wanted=()
@@ -133,6 +133,8 @@ command -v chromium >/dev/null 2>&1 || apt_wanted+=(chromium)
 [ -f /usr/share/java/epubcheck.jar ] || apt_wanted+=(epubcheck)
 command -v qpdf >/dev/null 2>&1 || apt_wanted+=(qpdf)
 command -v pdfimages >/dev/null 2>&1 || apt_wanted+=(poppler-utils)
+# A CJK font for chromium: the Chinese interface test's screenshot shows the nodes' Chinese names.
+[ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || apt_wanted+=(fonts-wqy-microhei)
 if [ ${#apt_wanted[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q "${apt_wanted[@]}" >/dev/null ||

@@ -174,9 +174,12 @@ def workflow_for_view(workflow: dict[str, Any]) -> dict[str, Any]:
 
 
 class ComfyPage:
-    def __init__(self, server_url: str, timeout_ms: int = 60_000) -> None:
+    def __init__(
+        self, server_url: str, timeout_ms: int = 60_000, settings: dict[str, Any] | None = None
+    ) -> None:
         self.url = server_url.rstrip("/")
         self.timeout_ms = timeout_ms
+        self.settings = {"Comfy.Locale": "en", **SETTINGS, **(settings or {})}
         self.console: list[str] = []
 
     def __enter__(self) -> ComfyPage:
@@ -185,7 +188,7 @@ class ComfyPage:
         executable = chromium_path()
         request = urllib.request.Request(
             f"{self.url}/api/settings",
-            data=json.dumps(SETTINGS).encode(),
+            data=json.dumps(self.settings).encode(),
             headers={"Content-Type": "application/json"},
             method="POST",
         )

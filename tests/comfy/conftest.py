@@ -13,6 +13,7 @@ be found or prepared the tests are skipped, or fail when ``MANGAKA_REQUIRE_COMFY
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
@@ -49,8 +50,13 @@ def comfy_factory(comfy_install, tmp_path_factory):
         return server.start()
 
     yield start
-    for server in reversed(servers):
-        server.stop()
+    # All at once: a server still busy with an abandoned prompt takes its full stop timeout (15 s),
+    # and one after the other they added minutes to the session's end.
+    stopping = [threading.Thread(target=server.stop) for server in servers]
+    for thread in stopping:
+        thread.start()
+    for thread in stopping:
+        thread.join()
 
 
 @pytest.fixture(scope="session")

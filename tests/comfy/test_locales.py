@@ -1,0 +1,72 @@
+"""Chinese in ComfyUI's own interface, and a help page for every node (tests/comfy/locales.py): the
+locale covers every node, input and output the nodes have, the generated help pages are current,
+the server serves both, and the real page, switched to Chinese, shows the Screenwriter's Chinese
+title and its Chinese help page."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+
+import pytest
+
+from tests.comfy.browser import BrowserUnavailable, ComfyPage, chromium_path
+from tests.comfy.harness import PACK_FOLDER
+from tests.comfy.locales import LOCALES, english, generated, missing_translations
+from tests.comfy.test_nodes import server  # noqa: F401 - the module's server fixture
+
+ZH = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+
+
+def test_the_chinese_locale_covers_every_node_input_and_output(server):  # noqa: F811
+    assert missing_translations(english(server.object_info()), ZH) == []
+
+
+def test_the_help_pages_are_current(server):  # noqa: F811
+    """Regenerate with ``.venv/bin/python tests/comfy/locales.py`` when a node changes."""
+    files = generated(server.object_info())
+    assert len(files) == 2 * len(ZH)  # English and Chinese for every node
+    stale = [str(p) for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    assert stale == [], "run .venv/bin/python tests/comfy/locales.py"
+
+
+def test_the_server_serves_the_locale_and_the_help_pages(server):  # noqa: F811
+    i18n = server.get_json("/i18n")
+    assert i18n["zh"]["nodeDefs"]["MangakaScreenwriter"]["display_name"] == "编剧"
+    for path, first in (
+        ("MangakaScreenwriter/zh.md", "# 编剧"),
+        ("MangakaScreenwriter.md", "# Screenwriter"),
+    ):
+        url = f"{server.url}/extensions/{PACK_FOLDER}/docs/{path}"
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            assert answer.read().decode("utf-8").startswith(first + "\n")
+
+
+_CHINESE = """async (pack) => {
+  const node = LiteGraph.createNode("MangakaScreenwriter");
+  app.graph.add(node);
+  node.pos = [80, 160];  // below the workflow tabs, so the title shows in the screenshot
+  app.graph.setDirtyCanvas(true, true);
+  // Where the front end's node help panel looks for a custom node's page in the user's language.
+  const help = await fetch(`/extensions/${pack}/docs/MangakaScreenwriter/zh.md`);
+  return {title: node.title, inputs: node.inputs.map(i => i.label || i.localized_name || i.name),
+          help: await help.text()};
+}"""
+
+
+def test_the_page_in_chinese_shows_the_screenwriters_chinese_title_and_help(server, tmp_path):  # noqa: F811
+    try:
+        chromium_path()
+    except BrowserUnavailable as exc:
+        if os.environ.get("MANGAKA_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"the browser test is required (MANGAKA_REQUIRE_BROWSER=1): {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    with ComfyPage(server.url, settings={"Comfy.Locale": "zh"}) as page:
+        page.page.evaluate("() => app.graph.clear()")
+        shown = page.page.evaluate(_CHINESE, PACK_FOLDER)
+        page.page.wait_for_timeout(500)
+        page.screenshot(tmp_path / "screenwriter_zh.jpg")
+    assert shown["title"] == "编剧", shown
+    assert "LLM" in shown["inputs"] and "章节" in shown["inputs"], shown["inputs"]
+    assert shown["help"].startswith("# 编剧\n") and "## 输入" in shown["help"]

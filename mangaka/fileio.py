@@ -180,7 +180,8 @@ def _write_through(path: Path, raw: bytes, kind: str) -> None:
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:
-    """A new temporary file in ``path``'s folder (made if missing), open for writing."""
+    """A new temporary file in ``path``'s folder (made if missing), open for writing, with the mode
+    an output file gets."""
     if name_too_long(path):
         raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
     try:
@@ -190,7 +191,10 @@ def _temp_beside(path: Path) -> tuple[int, str]:
     # The temporary name must itself be a valid name: a long one gets a short prefix.
     fits = len(os.fsencode(path.name)) + _TEMP_SUFFIX_BYTES + 1 <= NAME_MAX
     prefix = f".{path.name}." if fits else ".mangaka-"
-    return tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+    if hasattr(os, "fchmod"):  # mkstemp makes it 0600; the output gets the usual mode
+        os.fchmod(fd, FILE_MODE)
+    return fd, tmp
 
 
 def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True) -> Path:
@@ -218,8 +222,6 @@ def write_atomic(path: str | Path, data: str | bytes, *, overwrite: bool = True)
             raise OSError(code, f"it is a {kind}, which Mangaka never replaces; give a file path")
         fd, tmp = _temp_beside(path)
         with os.fdopen(fd, "wb") as fh:
-            if hasattr(os, "fchmod"):
-                os.fchmod(fh.fileno(), FILE_MODE)
             fh.write(raw)
             fh.flush()
             os.fsync(fh.fileno())
@@ -255,8 +257,6 @@ def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
             raise OSError(code, f"it is a {kind}, which Mangaka never replaces; give a file path")
         fd, tmp = _temp_beside(path)
         with os.fdopen(fd, "w+b") as fh:
-            if hasattr(os, "fchmod"):
-                os.fchmod(fh.fileno(), FILE_MODE)
             try:
                 yield fh
             except BaseException as exc:  # the writer's own error, raised as it is

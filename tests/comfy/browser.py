@@ -46,6 +46,21 @@ class BrowserUnavailable(RuntimeError):
     pass
 
 
+def require_browser() -> None:
+    """Skip the calling test when no chromium runs here; fail it where the browser test is
+    required (``MANGAKA_REQUIRE_BROWSER=1``, as CI sets it)."""
+    import os
+
+    import pytest
+
+    try:
+        chromium_path()
+    except BrowserUnavailable as exc:
+        if os.environ.get("MANGAKA_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"the browser test is required (MANGAKA_REQUIRE_BROWSER=1): {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
 def chromium_path() -> str:
     found = os.environ.get("MANGAKA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     if not found:

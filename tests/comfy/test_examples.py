@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import zipfile
 from pathlib import Path
@@ -27,7 +26,7 @@ from PIL import Image
 
 from mangaka.names import fold
 from mangaka.screenplay import SeriesBible, load_series_bible
-from tests.comfy.browser import VIRTUAL_TYPES, BrowserUnavailable, ComfyPage, chromium_path
+from tests.comfy.browser import VIRTUAL_TYPES, ComfyPage, require_browser
 from tests.comfy.examples import EXAMPLES, SPECS, twin_path
 from tests.comfy.harness import write_tiny_checkpoint
 from tests.comfy.probes import TINT, tag_colour
@@ -46,12 +45,7 @@ def twin(name: str) -> dict:
 
 @pytest.fixture(scope="module")
 def page(server, tmp_path_factory):  # noqa: F811
-    try:
-        chromium_path()
-    except BrowserUnavailable as exc:
-        if os.environ.get("MANGAKA_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"the browser test is required (MANGAKA_REQUIRE_BROWSER=1): {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    require_browser()
     with ComfyPage(server.url) as opened:
         yield opened
 

@@ -6,12 +6,9 @@ title and its Chinese help page."""
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
 
-import pytest
-
-from tests.comfy.browser import BrowserUnavailable, ComfyPage, chromium_path
+from tests.comfy.browser import ComfyPage, require_browser
 from tests.comfy.harness import PACK_FOLDER
 from tests.comfy.locales import LOCALES, english, generated, missing_translations
 from tests.comfy.test_nodes import server  # noqa: F401 - the module's server fixture
@@ -56,12 +53,7 @@ _CHINESE = """async (pack) => {
 
 
 def test_the_page_in_chinese_shows_the_screenwriters_chinese_title_and_help(server, tmp_path):  # noqa: F811
-    try:
-        chromium_path()
-    except BrowserUnavailable as exc:
-        if os.environ.get("MANGAKA_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"the browser test is required (MANGAKA_REQUIRE_BROWSER=1): {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    require_browser()
     with ComfyPage(server.url, settings={"Comfy.Locale": "zh"}) as page:
         page.page.evaluate("() => app.graph.clear()")
         shown = page.page.evaluate(_CHINESE, PACK_FOLDER)

@@ -28,7 +28,12 @@ def test_ctrl_c_while_generating_is_interrupted_exit_130(tmp_path, signum):
     out = tmp_path / "out.json"
     argv = [sys.executable, "-m", "mangaka", "write", str(CHAPTER), "--model", str(demo_model_path()),
             "--threads", "1", "--panels", "auto", "--dialogue", "auto", "-o", str(out)]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    # As from a terminal: a test run started in the background (``.ci/run &``) inherits SIGINT
+    # ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
     assert proc.stderr is not None
     lines = []
     deadline = time.monotonic() + 120

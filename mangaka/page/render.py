@@ -99,7 +99,9 @@ def cover(image: Image.Image, width: int, height: int) -> Image.Image:
 
 def free_band(mask: Image.Image, rect: Rect) -> Rect:
     """The tallest band of whole rows that ``mask`` (the frame's size) leaves free, on the page."""
-    rows = [mask.crop((0, y, mask.width, y + 1)).getbbox() is None for y in range(mask.height)]
+    import numpy as np
+
+    rows = (~np.asarray(mask.convert("L")).any(axis=1)).tolist()  # True: nothing masked on the row
     best = (0, 0)
     start = None
     for y, free in enumerate([*rows, False]):

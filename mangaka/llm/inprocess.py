@@ -26,7 +26,7 @@ from ..errors import Cancelled, ContextOverflowError, GenerationError, MangakaEr
 from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage, call_context
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
 from .constrain import DEFAULT_ENGINE, ENGINES, make_constraint
-from .decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD, decode
+from .decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD, DecodeResult, decode
 from .grammar import schema_to_gbnf
 from .loading import (
     CHATML_TEMPLATE,
@@ -284,7 +284,8 @@ class LlamaCppLLM:
         self.last_forced_tokens = 0
         interrupt = _InterruptToAbort(flag)
         try:
-            with interrupt, stop_watch:
+
+            def generate() -> tuple[int, DecodeResult]:
                 start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
                 result = decode(
                     llama,
@@ -296,6 +297,10 @@ class LlamaCppLLM:
                     on_token=on_token,
                     jump_forward=self.jump_forward,
                 )
+                return reused, result
+
+            with interrupt, stop_watch:
+                reused, result = model.decode_thread.run(generate, flag)
             text = llama.detokenize(result.tokens, prev_tokens=tokens).decode("utf-8", errors="replace")
         except RuntimeError as exc:
             if interrupt.hit or stop_watch.cancelled():

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from ..errors import InputError, LoraError, MangakaError, ModelFileError
 from .base import CancelFn, ProgressFn
 from .constrain import forget_model
+from .decode_thread import DecodeThread
 from .gguf_info import GGUFInfo, read_gguf_info
 from .memory import Placement, kv_cache_bytes, placement, plan_release, recurrent_state_bytes
 from .native import check_architecture, gpu_offload, import_llama_cpp
@@ -117,6 +118,7 @@ class LoadedModel:
     prefix_cache: PrefixCache = field(default_factory=PrefixCache)
     _abort_cb: Any = None
     _formatters: dict[bool, Any] = field(default_factory=dict)
+    decode_thread: DecodeThread = field(default_factory=DecodeThread)  # every decode runs on it
 
     @property
     def architecture(self) -> str:
@@ -174,6 +176,7 @@ class LoadedModel:
                 self.llama = None
                 self.adapters.clear()  # adapters are freed with their model
                 self.prefix_cache.clear()
+            self.decode_thread.close()
 
 
 _CACHE: OrderedDict[tuple, LoadedModel] = OrderedDict()  # least recently used first

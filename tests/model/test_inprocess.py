@@ -297,6 +297,48 @@ def test_missing_lora_file(qwen35moe, tmp_path):
         LlamaCppLLM(qwen35moe, SMALL, lora=tmp_path / "none.gguf")
 
 
+def test_every_decode_runs_on_the_models_own_thread_with_the_callers_context(qwen35moe, monkeypatch):
+    """Whichever thread asks (the main thread, a book's chapter worker), llama.cpp decodes on the
+    model's one decode thread, so GNU OpenMP keeps one team of workers (two teams on a 2-core
+    machine made every barrier sleep in the kernel: a book three times slower at two threads), and
+    the caller's context variables (ComfyUI finds the running node through them) reach it."""
+    import contextvars
+
+    from mangaka.llm import inprocess
+
+    node = contextvars.ContextVar("node", default="none")
+    seen: list[tuple[int, str]] = []
+    real = inprocess.decode
+
+    def recording(*args, **kwargs):
+        seen.append((threading.get_ident(), node.get()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(inprocess, "decode", recording)
+    llm = LlamaCppLLM(qwen35moe, SMALL)
+    callers = [threading.get_ident()]
+    node.set("main")
+    first = llm.complete(USER, sampling=GREEDY, max_tokens=6)
+
+    def from_worker() -> None:
+        callers.append(threading.get_ident())
+        node.set("worker")
+        results.append(llm.complete(USER, sampling=GREEDY, max_tokens=6))
+
+    results: list = []
+    worker = threading.Thread(target=from_worker)
+    worker.start()
+    worker.join()
+    assert [r.text for r in results] == [first.text]
+    assert [label for _, label in seen] == ["main", "worker"]
+    decoders = {ident for ident, _ in seen}
+    assert len(decoders) == 1 and not decoders & set(callers), (decoders, callers)
+    names = {t.name for t in threading.enumerate() if t.ident in decoders}
+    assert len(names) == 1 and next(iter(names)).startswith("mangaka-decode"), names
+    release_models()  # the model's decode thread ends with it
+    assert not any(t.ident in decoders for t in threading.enumerate())
+
+
 # ------------------------------------------------------------------------------------ interrupt
 
 

@@ -31,7 +31,7 @@ from .decode_thread import DecodeThread
 from .gguf_info import GGUFInfo, read_gguf_info
 from .memory import Placement, kv_cache_bytes, placement, plan_release, recurrent_state_bytes
 from .native import check_architecture, gpu_offload, import_llama_cpp
-from .patches import LoadProgress, check_flash_attn, flash_attn_type, recurrent_snapshots
+from .patches import LoadProgress, check_flash_attn, check_version, flash_attn_type, recurrent_snapshots
 from .prefix import PrefixCache
 
 # The in-process backend's messages keep the one logger name they had before it was split.
@@ -349,6 +349,7 @@ def _load(
     cancel: CancelFn | None = None,
 ) -> LoadedModel:
     llama_cpp = import_llama_cpp()
+    check_version(llama_cpp)
     progress = LoadProgress(llama_cpp, on_progress, cancel)
     n_ctx = effective_n_ctx(info, options.n_ctx)
     if n_ctx < options.n_ctx:

@@ -1,5 +1,6 @@
 """Three patches of llama-cpp-python 0.3.36 internals, each held only for the length of a ``Llama``
-constructor (loads are serialised by the model cache's lock in ``mangaka.llm.loading``):
+constructor (loads are serialised by the model cache's lock in ``mangaka.llm.loading``), and the
+check that the installed version is the one they were written for (``check_version``):
 
 - ``LoadProgress``: llama.cpp's model-load progress callback (a progress bar, and cancelling a
   load), which the library's constructor has no parameter for;
@@ -14,11 +15,29 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import Cancelled
+from ..errors import BackendMissingError, Cancelled
 from .base import CancelFn, ProgressFn
 
 # The in-process backend's messages keep the one logger name they had before it was split.
 log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
+
+# The llama-cpp-python release these patches (and the decode loop's use of ``Llama._ctx`` and
+# ``Llama._batch``) were written and tested for; requirements.txt, pyproject.toml and
+# native/install.py pin the same one (tests/unit/test_versions.py).
+PATCHED_VERSION = "0.3.36"
+
+
+def check_version(llama_cpp: Any) -> None:
+    """Refuse another llama-cpp-python than ``PATCHED_VERSION``, naming both, before a load."""
+    installed = str(getattr(llama_cpp, "__version__", "unknown"))
+    if installed != PATCHED_VERSION:
+        raise BackendMissingError(
+            f"llama-cpp-python {installed} is installed, but this pack patches the internals of "
+            f"llama-cpp-python {PATCHED_VERSION} (load progress, flash-attention mode, recurrent-state "
+            f"snapshots) and is tested with that version only; install {PATCHED_VERSION} with the "
+            "pack's build script: `python native/install.py` run with the Python that runs ComfyUI "
+            "(or `bash native/setup.sh` for the standalone .venv)"
+        )
 
 
 class LoadProgress:

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from mangaka.errors import (
+    BackendMissingError,
     Cancelled,
     ContextOverflowError,
     GenerationError,
@@ -104,6 +105,16 @@ def test_missing_and_non_gguf_files(tmp_path):
     fake.write_bytes(b"PK\x03\x04" + b"\x00" * 100)
     with pytest.raises(ModelFileError, match="not a GGUF file"):
         load_model(fake)
+
+
+def test_another_llama_cpp_python_is_refused_before_the_load(qwen35moe, monkeypatch):
+    import llama_cpp
+
+    release_models()
+    monkeypatch.setattr(llama_cpp, "__version__", "0.3.99")
+    with pytest.raises(BackendMissingError, match=r"llama-cpp-python 0\.3\.99 is installed.*0\.3\.36"):
+        load_model(qwen35moe, SMALL)
+    assert cached_models() == []
 
 
 def test_a_lora_file_is_not_a_model(qwen35moe_lora):

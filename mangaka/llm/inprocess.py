@@ -283,22 +283,22 @@ class LlamaCppLLM:
         constraint = make_constraint(engine, llama, grammar) if grammar is not None else None
         self.last_forced_tokens = 0
         interrupt = _InterruptToAbort(flag)
+
+        def generate() -> tuple[int, DecodeResult]:
+            start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
+            result = decode(
+                llama,
+                tokens,
+                start,
+                sampling=s,
+                constraint=constraint,
+                budget=budget,
+                on_token=on_token,
+                jump_forward=self.jump_forward,
+            )
+            return reused, result
+
         try:
-
-            def generate() -> tuple[int, DecodeResult]:
-                start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
-                result = decode(
-                    llama,
-                    tokens,
-                    start,
-                    sampling=s,
-                    constraint=constraint,
-                    budget=budget,
-                    on_token=on_token,
-                    jump_forward=self.jump_forward,
-                )
-                return reused, result
-
             with interrupt, stop_watch:
                 reused, result = model.decode_thread.run(generate, flag)
             text = llama.detokenize(result.tokens, prev_tokens=tokens).decode("utf-8", errors="replace")

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import BackendMissingError, Cancelled
 from .base import CancelFn, ProgressFn
+from .native import INSTALL_HINT
 
 # The in-process backend's messages keep the one logger name they had before it was split.
 log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
@@ -34,9 +35,7 @@ def check_version(llama_cpp: Any) -> None:
         raise BackendMissingError(
             f"llama-cpp-python {installed} is installed, but this pack patches the internals of "
             f"llama-cpp-python {PATCHED_VERSION} (load progress, flash-attention mode, recurrent-state "
-            f"snapshots) and is tested with that version only; install {PATCHED_VERSION} with the "
-            "pack's build script: `python native/install.py` run with the Python that runs ComfyUI "
-            "(or `bash native/setup.sh` for the standalone .venv)"
+            f"snapshots) and is tested with that version only; {INSTALL_HINT}"
         )
 
 

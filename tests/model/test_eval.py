@@ -1,6 +1,10 @@
 """``python -m mangaka eval`` on the embedded model (SmolLM2-135M from PyPI) over two gold chapters:
 the JSON document's shape, the tables, and a ``--compare`` run that resumes the first
-configuration's runs from disk. A toy model's scores are printed by the command, not asserted."""
+configuration's runs from disk. A toy model's scores are printed by the command, not asserted.
+
+The compare runs on the English chapter alone: the Japanese one is 2,007 of SmolLM2's tokens (its
+vocabulary spells kana byte by byte) against en3's 563, and writing it a second time showed
+nothing the first configuration's run and the one-chapter compare do not."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from mangaka.evaluate.runner import FIGURES
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = ["en3", "ja3"]
+COMPARED = ["en3"]
 
 
 def mangaka(*args: str) -> subprocess.CompletedProcess:
@@ -23,11 +28,14 @@ def mangaka(*args: str) -> subprocess.CompletedProcess:
 
 def test_eval_scores_two_chapters_then_compares_a_second_configuration(tmp_path):
     out = tmp_path / "results"
-    base = [
-        "eval", "gold", "--model", str(demo_model_path()), "--chapters", ",".join(CHAPTERS),
-        "--seeds", "1", "--panels", "2", "--dialogue", "2", "--out", str(out),
-    ]  # fmt: skip
-    run = mangaka(*base, "--json")
+
+    def base(chapters: list[str]) -> list[str]:
+        return [
+            "eval", "gold", "--model", str(demo_model_path()), "--chapters", ",".join(chapters),
+            "--seeds", "1", "--panels", "2", "--dialogue", "2", "--out", str(out),
+        ]  # fmt: skip
+
+    run = mangaka(*base(CHAPTERS), "--json")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "Traceback" not in run.stderr
     report = json.loads(run.stdout)
@@ -39,9 +47,13 @@ def test_eval_scores_two_chapters_then_compares_a_second_configuration(tmp_path)
         figures = config["chapters"][chapter]
         assert set(figures) == set(FIGURES)
         for name, value in figures.items():
-            counts = name in ("tokens", "seconds", "tries", "repairs")
             mean = value["mean"]
-            assert mean is None or (mean >= 0 if counts else 0.0 <= mean <= 1.0), (chapter, name, value)
+            if name in ("tokens", "seconds"):  # a run generates and takes time
+                assert mean is not None and mean > 0, (chapter, name, value)
+            elif name in ("tries", "repairs"):  # one seed: whole numbers, one try at least
+                assert mean is not None and mean == int(mean) >= (name == "tries"), (chapter, name, value)
+            else:
+                assert mean is None or 0.0 <= mean <= 1.0, (chapter, name, value)
         assert (out / "a" / f"{chapter}.seed0.json").is_file()  # kept as it finished
     assert "compare" not in report
 
@@ -49,11 +61,10 @@ def test_eval_scores_two_chapters_then_compares_a_second_configuration(tmp_path)
     # not compared: canonical takes the forced tokens as llguidance tokenizes them, so the two draw
     # other samples. (It was jump_forward=off: one token at a time made b the most of this test's
     # minutes; any value other than a's shows the same table, and test_jump_forward.py runs off.)
-    again = mangaka(*base, "--compare", "prompt_language=zh", "jump_forward=canonical")
+    again = mangaka(*base(COMPARED), "--compare", "prompt_language=zh", "jump_forward=canonical")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stderr.count(" resumed: ") == len(CHAPTERS), again.stderr[-3000:]  # a's runs, from disk
+    assert again.stderr.count(" resumed: ") == len(COMPARED), again.stderr[-3000:]  # a's run, from disk
     assert "configuration a:" in again.stdout and "configuration b:" in again.stdout
     assert "prompt_language=zh" in again.stdout and "a vs b" in again.stdout
     assert "jump_forward=exact" in again.stdout and "jump_forward=canonical" in again.stdout
-    for chapter in CHAPTERS:
-        assert (out / "b" / f"{chapter}.seed0.json").is_file()
+    assert (out / "b" / "en3.seed0.json").is_file() and not (out / "b" / "ja3.seed0.json").exists()

@@ -299,8 +299,10 @@ def _add_write_commands(sub: argparse._SubParsersAction) -> None:
 
 def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     """bench, page and doctor."""
-    p = sub.add_parser("bench", help="speed figures measured side by side on this machine (see README)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (keys in the README)")
+    p = sub.add_parser(
+        "bench", help="speed figures measured side by side on this machine (keys: docs/performance.md)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object (keys in docs/performance.md)")
     p.add_argument("--quick", action="store_true", help="fewer tokens and one repeat: a smoke run")
     p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
     p.add_argument("--gpu-layers", type=int, default=0, help="layers on the GPU (-1 all)")
@@ -312,7 +314,9 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("screenplay", type=Path, help="screenplay JSON (or an LLM reply holding it)")
     p.add_argument("--images", type=Path, help="folder of panel images, one per panel in name order "
                    "(default: storyboard cards)")  # fmt: skip
-    p.add_argument("--page", default="A4 300dpi", help="page preset (see README); custom: --width, --height")
+    p.add_argument(
+        "--page", default="A4 300dpi", help="page preset (see docs/pages.md); custom: --width, --height"
+    )
     p.add_argument("--width", type=int, metavar="PX", help="--page custom: the width, 256 to 20000 pixels")
     p.add_argument(
         "--height", type=int, metavar="PX",

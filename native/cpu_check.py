@@ -18,7 +18,7 @@ What it shows (x86-64 only):
 3. under ``qemu-x86_64 -cpu Haswell`` (AVX2, FMA, F16C, BMI2, no AVX-512) the tiny ``qwen35moe``
    model generates, greedily, byte for byte what it generates natively;
 4. under ``-cpu SandyBridge`` (AVX, no AVX2) Python, numpy and ``import llama_cpp`` run, and the
-   generation dies with SIGILL: AVX2 is the floor, as the README says, and ``python -m mangaka
+   generation dies with SIGILL: AVX2 is the floor, as docs/native.md says, and ``python -m mangaka
    doctor`` reports such a CPU as an error (``install.py`` then builds for that CPU instead).
 
 The tools are the ones ``native/loongarch_check.py`` uses, in the same cache folder

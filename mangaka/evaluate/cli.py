@@ -240,7 +240,7 @@ def _apply(args: argparse.Namespace, specs: list[str]) -> argparse.Namespace:
 def eval_report(
     set_name: str, cases: list[GoldCase], seeds: list[int], out: Path, summaries: list[ConfigSummary]
 ) -> dict[str, Any]:
-    """The JSON document of ``eval --json`` (its keys are listed in the README)."""
+    """The JSON document of ``eval --json`` (its keys are listed in docs/evaluation.md)."""
     report: dict[str, Any] = {
         "set": set_name,
         "chapters": [c.id for c in cases],

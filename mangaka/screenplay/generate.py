@@ -182,7 +182,7 @@ def _grounding(chapter: str, request: ScreenplayRequest) -> Grounding | None:
     grounding = Grounding.of(chapter, request.language)
     if not grounding.map.quotes:
         logger.warning(
-            "chapter: no quoted lines found (quote marks for %s: see the README), so every line is a "
+            "chapter: no quoted lines found (quote marks for %s: see docs/screenplay.md), so every line is a "
             "narrator caption; for a chapter that marks speech another way, choose dialogue 'free'",
             request.language,
         )

@@ -1,6 +1,6 @@
 """The nodes' words in ComfyUI's own interface: English and Chinese locales and help pages.
 
-    .venv/bin/python tests/comfy/locales.py     # rewrite the help pages from the nodes
+    .venv/bin/python tests/comfy/locales.py     # rewrite the help pages (and docs/nodes.md) from the nodes
 
 ComfyUI serves a custom node pack's ``locales/<lang>/nodeDefs.json`` at ``/i18n`` (the front end
 shows node titles, input and output names and tooltips in the user's language) and its help pages
@@ -152,6 +152,10 @@ def main() -> int:
             server.stop()
     for path, text in generated(info).items():
         path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    from mangaka.devtools import docs
+
+    for path, text in docs.pages().items():  # docs/nodes.md is made from the help pages just written
         path.write_text(text, encoding="utf-8")
     zh = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
     for problem in missing_translations(english(info), zh):

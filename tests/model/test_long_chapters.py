@@ -162,8 +162,8 @@ def test_a_paragraph_longer_than_the_context_is_named_and_nothing_is_written(llm
     assert not out.exists()
 
 
-def test_the_readme_book_to_pages_example_gives_a_long_chapter_even_pages(tmp_path):
-    """The README's two commands, as written there (default options), with the tiny model for
+def test_the_docs_book_to_pages_example_gives_a_long_chapter_even_pages(tmp_path):
+    """The two commands in docs/screenplay.md, as written there (default options), with the tiny model for
     Qwen3.5 and a two-chapter book whose first chapter is about 25,000 characters long (64
     paragraphs: 27 panels in 7 scenes, more than one call writes; it was 100 paragraphs and 39
     panels, which prove the same at half again the cost)."""
@@ -179,7 +179,7 @@ def test_the_readme_book_to_pages_example_gives_a_long_chapter_even_pages(tmp_pa
         "--out novel/",
         'python -m mangaka page "novel/01 Chapter 1 The Salt Road.json" -o "novel/01 pages/"',
     ]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "screenplay.md").read_text(encoding="utf-8")
     for command in commands:
         assert command in readme, command
         args = shlex.split(command)

@@ -235,8 +235,8 @@ def test_unknown_character_in_a_panel_and_empty_panels_are_errors():
 
 
 @pytest.mark.parametrize("mode", ["tags", "natural"])
-def test_readme_shows_the_golden_example_panel(mode):
-    readme = " ".join((DATA.parents[2] / "README.md").read_text(encoding="utf-8").split())
+def test_the_docs_show_the_golden_example_panel(mode):
+    readme = " ".join((DATA.parents[2] / "docs" / "pages.md").read_text(encoding="utf-8").split())
     golden = json.loads((GOLDEN / f"manga_bw.{mode}.json").read_text(encoding="utf-8"))
     assert f"`{mode}`: `{golden['panels'][3]['positive']}`" in readme
 

@@ -304,9 +304,9 @@ def _page(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_page_export_writes_the_three_beside_the_pages_holding_those_files(tmp_path):
-    """The README's command, as written there, on a screenplay."""
+    """The command in docs/pages.md, as written there, on a screenplay."""
     command = "python -m mangaka page screenplay.json -o pages/ --export cbz,epub,pdf"
-    assert command in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert command in (ROOT / "docs" / "pages.md").read_text(encoding="utf-8")
     screenplay = tmp_path / "screenplay.json"
     screenplay.write_text(json.dumps(example_screenplay(), ensure_ascii=False), encoding="utf-8")
     done = subprocess.run(

@@ -1,9 +1,10 @@
 """``python -m mangaka bench``: speed figures measured side by side in one run on this machine.
 
 Every figure is a ratio or a count taken from runs made here, now, one after the other; nothing
-is compared with a number from elsewhere. ``--json`` prints one JSON object whose keys the README
-documents. The models come from PyPI packages (gemma-3-270m, SmolLM2-135M) or are written on the
-spot (tiny random-weight qwen35moe models, one with Qwen3.5's full 248,320-token vocabulary);
+is compared with a number from elsewhere. ``--json`` prints one JSON object whose keys
+``docs/performance.md`` documents. The models come from PyPI packages (gemma-3-270m,
+SmolLM2-135M) or are written on the spot (tiny random-weight qwen35moe models, one with
+Qwen3.5's full 248,320-token vocabulary);
 ``manga_page`` runs the example workflow in the comfy test tier's ComfyUI when its cache is there.
 """
 

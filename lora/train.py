@@ -240,20 +240,24 @@ def _summed_loss(head, hidden, targets):
     return torch.nn.functional.cross_entropy(head(hidden).float(), targets, reduction="sum")
 
 
-def train(args: argparse.Namespace) -> dict:
-    card = check_inputs(args)
+def _training_modules() -> tuple:
+    """torch, peft, tqdm and transformers, or a ``TrainError`` saying how to install them."""
     try:
+        import peft
         import torch
-        from peft import LoraConfig, get_peft_model
+        import transformers
         from tqdm import tqdm
-        from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:
         raise TrainError(
             f"lora/train.py needs torch, transformers and peft ({exc.name} is missing): "
             "pip install -r lora/requirements.txt"
         ) from None
+    return torch, peft, tqdm, transformers
+
+
+def _device(args: argparse.Namespace, torch, size: float) -> str:
+    """Where to train: the asked-for device, refused when the base cannot train there."""
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    size = weights_gb(args.base)
     if device == "cpu" and size > CPU_LIMIT_GB:
         need = memory_needed_gb(size, args.max_tokens, args.gradient_checkpointing)
         raise TrainError(
@@ -262,12 +266,13 @@ def train(args: argparse.Namespace) -> dict:
         )
     if device == "cuda":
         check_gpu_room(size, args, torch.cuda.mem_get_info()[0] / 1e9)
-    random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    tokenizer = AutoTokenizer.from_pretrained(args.base)
+    return device
+
+
+def _peft_model(args: argparse.Namespace, peft, transformers, device: str, dtype) -> tuple:
+    """The base, loaded straight onto ``device``, with LoRA layers on ``--targets``; and the targets."""
     # straight onto the device, shard by shard (not 70 GB through host memory first)
-    model = AutoModelForCausalLM.from_pretrained(args.base, dtype=dtype, device_map=device)
+    model = transformers.AutoModelForCausalLM.from_pretrained(args.base, dtype=dtype, device_map=device)
     if args.gradient_checkpointing == "on":  # recompute each layer's activations in the backward pass
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
@@ -278,9 +283,12 @@ def train(args: argparse.Namespace) -> dict:
             f"--targets {', '.join(missing)}: no such layer in {args.base}; "
             f"choose from {', '.join(DEFAULT_TARGETS)}"
         )
-    model = get_peft_model(
-        model, LoraConfig(r=args.rank, lora_alpha=args.alpha, target_modules=targets, lora_dropout=0.0)
-    )
+    config = peft.LoraConfig(r=args.rank, lora_alpha=args.alpha, target_modules=targets, lora_dropout=0.0)
+    return peft.get_peft_model(model, config), targets
+
+
+def _examples(args: argparse.Namespace, tokenizer) -> tuple[list, list, int]:
+    """The training and validation examples that fit ``--max-tokens``, and how many did not."""
     train_set, skipped = load_examples(args.data / "train.jsonl", tokenizer, args.max_tokens)
     val_path = args.data / "val.jsonl"
     val_set, _ = load_examples(val_path, tokenizer, args.max_tokens) if val_path.is_file() else ([], 0)
@@ -290,17 +298,18 @@ def train(args: argparse.Namespace) -> dict:
         )
     if not train_set:
         raise TrainError(f"every training example is longer than --max-tokens {args.max_tokens}; raise it")
+    return train_set, val_set, skipped
+
+
+def _steps(
+    args: argparse.Namespace, torch, tqdm, model, train_set: list, loss_of, checkpoints: Path
+) -> list[float]:
+    """The training loop: one example a step, in a new random order each epoch; the losses."""
     steps = args.max_steps or args.epochs * len(train_set)
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
-
-    def loss_of(ids: list[int], prompt_len: int):
-        return answer_loss(model, torch.tensor([ids], device=device), prompt_len)
-
     losses: list[float] = []
     order: list[int] = []
-    checkpoints = args.out.with_name(args.out.name + ".checkpoints")
-    started = time.monotonic()
     bar = tqdm(total=steps, desc="training", unit="step", file=sys.stderr)
     try:
         model.train()
@@ -328,14 +337,12 @@ def train(args: argparse.Namespace) -> dict:
         ) from None
     finally:
         bar.close()
-    model.eval()
-    with torch.no_grad():
-        val_loss = sum(float(loss_of(i, p)) for i, p in val_set) / len(val_set) if val_set else None
-    seconds = time.monotonic() - started
-    log.info(
-        "trained %d steps in %.0f s: loss %.3f → %.3f%s", steps, seconds, losses[0], losses[-1],
-        f", validation {val_loss:.3f}" if val_loss is not None else "",
-    )  # fmt: skip
+    return losses
+
+
+def _save_adapter(args: argparse.Namespace, model, checkpoints: Path) -> None:
+    """The adapter converted to a GGUF LoRA at ``--out`` (the PEFT adapter kept with the checkpoints
+    when asked)."""
     if args.keep_checkpoints:  # the final PEFT adapter too, as checkpoints/final
         model.save_pretrained(checkpoints / "final")
         convert.convert_lora(checkpoints / "final", args.base, args.out)
@@ -343,6 +350,49 @@ def train(args: argparse.Namespace) -> dict:
         with tempfile.TemporaryDirectory(dir=args.out.parent, prefix=".adapter-") as tmp:
             model.save_pretrained(tmp)
             convert.convert_lora(Path(tmp), args.base, args.out)
+
+
+def _write_manifest(args: argparse.Namespace, manifest: dict) -> None:
+    """The manifest beside the LoRA, whole or not at all (and then no LoRA either)."""
+    text = json.dumps(manifest, ensure_ascii=False, indent=2) + "\n"
+    part = manifest_path(args.out).with_name("." + manifest_path(args.out).name + ".part")
+    try:
+        part.write_text(text, encoding="utf-8")
+        os.replace(part, manifest_path(args.out))
+    except OSError:
+        args.out.unlink(missing_ok=True)  # the LoRA and its manifest come together, or not at all
+        part.unlink(missing_ok=True)
+        raise
+
+
+def train(args: argparse.Namespace) -> dict:
+    """Train the LoRA ``args`` ask for, convert it to GGUF and write its manifest; the manifest."""
+    card = check_inputs(args)
+    torch, peft, tqdm, transformers = _training_modules()
+    size = weights_gb(args.base)
+    device = _device(args, torch, size)
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    tokenizer = transformers.AutoTokenizer.from_pretrained(args.base)
+    model, targets = _peft_model(args, peft, transformers, device, dtype)
+    train_set, val_set, skipped = _examples(args, tokenizer)
+
+    def loss_of(ids: list[int], prompt_len: int):
+        return answer_loss(model, torch.tensor([ids], device=device), prompt_len)
+
+    checkpoints = args.out.with_name(args.out.name + ".checkpoints")
+    started = time.monotonic()
+    losses = _steps(args, torch, tqdm, model, train_set, loss_of, checkpoints)
+    model.eval()
+    with torch.no_grad():
+        val_loss = sum(float(loss_of(i, p)) for i, p in val_set) / len(val_set) if val_set else None
+    seconds = time.monotonic() - started
+    log.info(
+        "trained %d steps in %.0f s: loss %.3f → %.3f%s", len(losses), seconds, losses[0], losses[-1],
+        f", validation {val_loss:.3f}" if val_loss is not None else "",
+    )  # fmt: skip
+    _save_adapter(args, model, checkpoints)
     manifest = {
         "version": MANIFEST_VERSION,
         "lora": args.out.name,
@@ -355,7 +405,7 @@ def train(args: argparse.Namespace) -> dict:
         },
         "adapter": {"rank": args.rank, "alpha": args.alpha, "targets": targets},
         "training": {
-            "steps": steps,
+            "steps": len(losses),
             "epochs": args.epochs,
             "learning_rate": args.lr,
             "max_tokens": args.max_tokens,
@@ -373,15 +423,7 @@ def train(args: argparse.Namespace) -> dict:
         "dataset": card,
         "eval": None,
     }
-    text = json.dumps(manifest, ensure_ascii=False, indent=2) + "\n"
-    part = manifest_path(args.out).with_name("." + manifest_path(args.out).name + ".part")
-    try:
-        part.write_text(text, encoding="utf-8")
-        os.replace(part, manifest_path(args.out))
-    except OSError:
-        args.out.unlink(missing_ok=True)  # the LoRA and its manifest come together, or not at all
-        part.unlink(missing_ok=True)
-        raise
+    _write_manifest(args, manifest)
     if checkpoints.exists() and not args.keep_checkpoints:
         shutil.rmtree(checkpoints)
     return manifest

@@ -168,15 +168,14 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def compare(reference: Run, candidate: Run) -> dict[str, Any]:
-    """Compare ``candidate`` against ``reference``; ``ok`` is False with ``failures`` if it fails."""
-    failures: list[str] = []
-    n_prompt = len(reference.prompt)
-    first_diff = first_difference(reference.generated, candidate.generated)
-    result: dict[str, Any] = {
+def _blank_result(
+    reference: Run, candidate: Run, first_diff: int | None, failures: list[str]
+) -> dict[str, Any]:
+    """The comparison's keys, before anything is measured."""
+    return {
         "ok": False,
         "failures": failures,
-        "n_prompt": n_prompt,
+        "n_prompt": len(reference.prompt),
         "n_generated": len(reference.generated),
         "positions_compared": 0,
         "finite": None,
@@ -195,38 +194,38 @@ def compare(reference: Run, candidate: Run) -> dict[str, Any]:
         "generated": {"reference": list(reference.generated), "candidate": list(candidate.generated)},
         "seconds": {"reference": _num(reference.seconds), "candidate": _num(candidate.seconds)},
     }
+
+
+def _rows(reference: Run, candidate: Run, first_diff: int | None, failures: list[str]) -> int:
+    """How many rows of logits both runs decoded from the same context (0: none to compare).
+
+    Those are the prompt's, then the greedy steps up to and including the one where the
+    continuations part (its logits chose differently)."""
     if candidate.prompt != reference.prompt:
         failures.append("the two runs tokenized the prompt differently")
-        return result
+        return 0
     if reference.logits.ndim != 2 or reference.logits.shape[1:] != candidate.logits.shape[1:]:
         failures.append(f"logits shapes differ: {reference.logits.shape} vs {candidate.logits.shape}")
-        return result
-    # Positions decoded from the same context on both devices: the prompt's, then the greedy steps
-    # up to and including the one where the continuations part (its logits chose differently).
+        return 0
     rows = min(len(reference.logits), len(candidate.logits))
     if first_diff is None and len(reference.logits) != len(candidate.logits):
         failures.append(f"{len(candidate.logits)} rows of logits, the reference has {len(reference.logits)}")
     if first_diff is not None:
-        rows = min(rows, n_prompt + first_diff)
+        rows = min(rows, len(reference.prompt) + first_diff)
     if rows < 1:
         failures.append("no logits to compare")
-        return result
-    ref = reference.logits[:rows].astype(np.float64)
-    cand = candidate.logits[:rows].astype(np.float64)
-    finite = bool(np.isfinite(ref).all() and np.isfinite(cand).all())
-    result["finite"] = finite
-    result["positions_compared"] = rows
-    if not finite:
-        bad = [name for name, a in (("reference", ref), ("candidate", cand)) if not np.isfinite(a).all()]
-        failures.append(f"non-finite logits (NaN or inf) in the {' and '.join(bad)} run")
-        return result
+    return max(rows, 0)
+
+
+def _differences(
+    ref: np.ndarray, cand: np.ndarray, result: dict[str, Any], failures: list[str]
+) -> np.ndarray:
+    """The differences, measured into ``result`` and judged against the tolerances; the positions
+    where the top-1 token differs with a clear margin."""
     std = ref.std(axis=1)
-    if not (std > 0).all():
-        failures.append("the reference's logits are constant at some position: nothing was computed")
-        return result
     diff = np.abs(cand - ref)
     rel = diff.max(axis=1) / std
-    at = np.arange(rows)
+    at = np.arange(len(ref))
     ref_top = ref.argmax(axis=1)
     cand_top = cand.argmax(axis=1)
     margin = (ref[at, ref_top] - ref[at, cand_top]) / std  # 0 where they agree
@@ -257,8 +256,32 @@ def compare(reference: Run, candidate: Run) -> dict[str, Any]:
             f"top-1 differs with a clear margin (> {TOP1_TIE_MARGIN} stds) at positions "
             f"{result['clear_disagreement_positions']}"
         )
+    return clear
+
+
+def compare(reference: Run, candidate: Run) -> dict[str, Any]:
+    """Compare ``candidate`` against ``reference``; ``ok`` is False with ``failures`` if it fails."""
+    failures: list[str] = []
+    first_diff = first_difference(reference.generated, candidate.generated)
+    result = _blank_result(reference, candidate, first_diff, failures)
+    rows = _rows(reference, candidate, first_diff, failures)
+    if rows < 1:
+        return result
+    ref = reference.logits[:rows].astype(np.float64)
+    cand = candidate.logits[:rows].astype(np.float64)
+    finite = bool(np.isfinite(ref).all() and np.isfinite(cand).all())
+    result["finite"] = finite
+    result["positions_compared"] = rows
+    if not finite:
+        bad = [name for name, a in (("reference", ref), ("candidate", cand)) if not np.isfinite(a).all()]
+        failures.append(f"non-finite logits (NaN or inf) in the {' and '.join(bad)} run")
+        return result
+    if not (ref.std(axis=1) > 0).all():
+        failures.append("the reference's logits are constant at some position: nothing was computed")
+        return result
+    clear = _differences(ref, cand, result, failures)
     if first_diff is not None:
-        row = n_prompt - 1 + first_diff
+        row = len(reference.prompt) - 1 + first_diff
         if row < rows and len(reference.generated) > first_diff and len(candidate.generated) > first_diff:
             near_tie = not bool(clear[row])
         else:  # one continuation is shorter than the other: nothing to excuse it

@@ -32,6 +32,96 @@ DIALOGUE_CHOICES = {"from the chapter": "chapter", "free": "free"}
 DIALOGUE_DEFAULT = "from the chapter"
 
 
+def _screenwriter_inputs() -> list:
+    """The Screenwriter's inputs, in the order the node shows them."""
+    return [
+        LLM_SOCKET.Input("llm"),
+        io.String.Input(
+            "chapter", multiline=True, default="", placeholder="Paste a chapter of the novel here"
+        ),
+        io.Combo.Input(
+            "language",
+            options=list(LANGUAGES),
+            default="en",
+            tooltip="Language of the dialogue and descriptions",
+        ),
+        io.Int.Input("panels", default=6, min=1, max=MAX_PANELS),
+        io.Int.Input("dialogue_lines", default=8, min=0, max=MAX_DIALOGUE),
+        io.Int.Input("max_characters", default=8, min=1, max=MAX_CHARACTERS),
+        io.Combo.Input(
+            "sampling",
+            options=list(PRESETS),
+            default=DEFAULT_SAMPLING,
+            tooltip="Qwen3.5 model-card presets, or greedy for reproducible drafts",
+        ),
+        io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),
+        io.Int.Input(
+            "max_attempts",
+            default=3,
+            min=1,
+            max=10,
+            tooltip="Tries; an invalid result is retried with the problems fed back",
+        ),
+        io.Int.Input(
+            "think_tokens",
+            default=0,
+            optional=True,  # workflows saved before it existed still run
+            min=0,
+            max=MAX_THINK_TOKENS,
+            step=256,
+            tooltip="Let the model plan the adaptation first, thinking for up to this many tokens "
+            "(Qwen3.5: 2000-8000); the plan guides the screenplay. 0 = no plan",
+        ),
+        io.Combo.Input(
+            "auto_counts",
+            options=list(AUTO_COUNTS),
+            default=AUTO_COUNTS[0],
+            optional=True,
+            tooltip="Count panels (and lines) from the chapter itself: a panel per 200 CJK or 800 "
+            "other characters, lines from its quoted speech. A chapter that does not fit one call "
+            f"(the context, over {DEFAULT_SCENE_CHARS} characters, more than {MAX_SCENE_PANELS} "
+            "panels) is written scene by scene either way",
+        ),
+        *bible_inputs(),
+        io.Int.Input(
+            "chapter_number",
+            default=1,
+            optional=True,
+            min=1,
+            max=MAX_CHAPTER,
+            tooltip="This chapter's number in the book (Split Chapters' numbers): the bible "
+            "output records new characters as first seen here",
+        ),
+        io.Combo.Input(
+            "dialogue",
+            options=list(DIALOGUE_CHOICES),
+            default=DIALOGUE_DEFAULT,
+            optional=True,
+            tooltip="from the chapter: every line is one of the chapter's quoted lines, verbatim "
+            "(a long one over several balloons), or a narrator caption; panels record the "
+            "paragraphs they draw and the cast is the people the chapter names. free: lines in the "
+            "model's own words (for a chapter that does not mark speech with quote marks)",
+        ),
+    ]
+
+
+def _screenwriter_outputs() -> list:
+    return [
+        SCREENPLAY.Output(display_name="screenplay"),
+        io.String.Output(display_name="json"),
+        io.String.Output(display_name="thinking"),
+        io.String.Output(
+            display_name="report",
+            tooltip="Counts, tries, tokens, and every repair made without asking the model again",
+        ),
+        io.String.Output(
+            display_name="bible",
+            tooltip="The series bible with this chapter's new characters added (without a bible "
+            "in: the bible of this screenplay's cast); for the next chapter or Save Series Bible",
+        ),
+    ]
+
+
 class Screenwriter(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
@@ -41,89 +131,8 @@ class Screenwriter(io.ComfyNode):
             category="Mangaka",
             description="Turn a novel chapter into a structured manga screenplay (characters, dialogue, "
             "panels), guaranteed to match schemas/screenplay.schema.json.",
-            inputs=[
-                LLM_SOCKET.Input("llm"),
-                io.String.Input(
-                    "chapter", multiline=True, default="", placeholder="Paste a chapter of the novel here"
-                ),
-                io.Combo.Input(
-                    "language",
-                    options=list(LANGUAGES),
-                    default="en",
-                    tooltip="Language of the dialogue and descriptions",
-                ),
-                io.Int.Input("panels", default=6, min=1, max=MAX_PANELS),
-                io.Int.Input("dialogue_lines", default=8, min=0, max=MAX_DIALOGUE),
-                io.Int.Input("max_characters", default=8, min=1, max=MAX_CHARACTERS),
-                io.Combo.Input(
-                    "sampling",
-                    options=list(PRESETS),
-                    default=DEFAULT_SAMPLING,
-                    tooltip="Qwen3.5 model-card presets, or greedy for reproducible drafts",
-                ),
-                io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),
-                io.Int.Input(
-                    "max_attempts",
-                    default=3,
-                    min=1,
-                    max=10,
-                    tooltip="Tries; an invalid result is retried with the problems fed back",
-                ),
-                io.Int.Input(
-                    "think_tokens",
-                    default=0,
-                    optional=True,  # workflows saved before it existed still run
-                    min=0,
-                    max=MAX_THINK_TOKENS,
-                    step=256,
-                    tooltip="Let the model plan the adaptation first, thinking for up to this many tokens "
-                    "(Qwen3.5: 2000-8000); the plan guides the screenplay. 0 = no plan",
-                ),
-                io.Combo.Input(
-                    "auto_counts",
-                    options=list(AUTO_COUNTS),
-                    default=AUTO_COUNTS[0],
-                    optional=True,
-                    tooltip="Count panels (and lines) from the chapter itself: a panel per 200 CJK or 800 "
-                    "other characters, lines from its quoted speech. A chapter that does not fit one call "
-                    f"(the context, over {DEFAULT_SCENE_CHARS} characters, more than {MAX_SCENE_PANELS} "
-                    "panels) is written scene by scene either way",
-                ),
-                *bible_inputs(),
-                io.Int.Input(
-                    "chapter_number",
-                    default=1,
-                    optional=True,
-                    min=1,
-                    max=MAX_CHAPTER,
-                    tooltip="This chapter's number in the book (Split Chapters' numbers): the bible "
-                    "output records new characters as first seen here",
-                ),
-                io.Combo.Input(
-                    "dialogue",
-                    options=list(DIALOGUE_CHOICES),
-                    default=DIALOGUE_DEFAULT,
-                    optional=True,
-                    tooltip="from the chapter: every line is one of the chapter's quoted lines, verbatim "
-                    "(a long one over several balloons), or a narrator caption; panels record the "
-                    "paragraphs they draw and the cast is the people the chapter names. free: lines in the "
-                    "model's own words (for a chapter that does not mark speech with quote marks)",
-                ),
-            ],
-            outputs=[
-                SCREENPLAY.Output(display_name="screenplay"),
-                io.String.Output(display_name="json"),
-                io.String.Output(display_name="thinking"),
-                io.String.Output(
-                    display_name="report",
-                    tooltip="Counts, tries, tokens, and every repair made without asking the model again",
-                ),
-                io.String.Output(
-                    display_name="bible",
-                    tooltip="The series bible with this chapter's new characters added (without a bible "
-                    "in: the bible of this screenplay's cast); for the next chapter or Save Series Bible",
-                ),
-            ],
+            inputs=_screenwriter_inputs(),
+            outputs=_screenwriter_outputs(),
         )
 
     @classmethod

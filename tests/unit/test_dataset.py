@@ -15,7 +15,7 @@ from mangaka.dataset import build_dataset, chapter_language, examples, find_pair
 from mangaka.errors import InputError
 from mangaka.screenplay import write_screenplay
 from mangaka.screenplay.models import SCREENPLAY_VERSION
-from tests.unit.test_screenplay_generate import FakeScriptedLLM
+from tests.fakes import FakeScriptedLLM
 
 GOLD = Path(__file__).resolve().parents[2] / "mangaka" / "evaluate" / "gold"
 NAMES = ["en1", "en2", "en3", "zh1", "zh2", "zh3", "ja1", "ja2", "ja3"]

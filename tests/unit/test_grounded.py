@@ -28,7 +28,7 @@ from mangaka.screenplay.grounded import (
 from mangaka.screenplay.models import MAX_LINE, NARRATOR, SCREENPLAY_VERSION
 from mangaka.screenplay.schema import grounded_script_call_schema
 from mangaka.source import source_map
-from tests.unit.test_screenplay_generate import FakeScriptedLLM
+from tests.fakes import FakeScriptedLLM
 
 GOLD = Path(__file__).resolve().parents[2] / "mangaka" / "evaluate" / "gold"
 

@@ -23,7 +23,7 @@ from mangaka.screenplay.scenes import (
     spread,
     story_so_far,
 )
-from tests.unit.test_screenplay_generate import CAST, FakeScriptedLLM, panel
+from tests.fakes import CAST, FakeScriptedLLM, panel
 
 WORDS = "salt road well goat rope market lantern ferry dusk pier brother river".split()
 

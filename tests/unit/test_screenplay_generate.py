@@ -9,64 +9,11 @@ from typing import Any
 import pytest
 
 from mangaka.errors import Cancelled, ContextOverflowError, InputError, InvalidOutputError, SchemaError
-from mangaka.llm.base import CallContext, Completion, Message, Sampling, Usage, call_context
+from mangaka.llm.base import CallContext, Completion, Sampling, Usage
 from mangaka.llm.budget import json_token_budget
 from mangaka.screenplay import Character, validate_screenplay, write_screenplay
 from mangaka.structured import generate_json
-
-Reply = str | dict[str, Any] | Completion | Exception
-
-
-class FakeScriptedLLM:
-    """A fake LLM for tests: returns queued replies in order and records every call it gets."""
-
-    name = "fake-scripted"
-
-    def __init__(self, *replies: Reply, n_ctx: int = 32768) -> None:
-        self.replies = list(replies)
-        self.calls: list[dict[str, Any]] = []
-        self._n_ctx = n_ctx
-
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        sampling: Sampling | None = None,
-        max_tokens: int = 1024,
-        thinking: bool = False,
-        on_progress: Any = None,
-        cancel: Any = None,
-        context: CallContext | None = None,
-    ) -> Completion:
-        on_progress = call_context(context, on_progress, cancel).on_progress
-        self.calls.append(
-            {
-                "messages": copy.deepcopy(messages),
-                "schema": schema,
-                "sampling": sampling,
-                "max_tokens": max_tokens,
-                "thinking": thinking,
-            }
-        )
-        assert self.replies, "FakeScriptedLLM ran out of scripted replies"
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        if not isinstance(reply, Completion):
-            text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False)
-            reply = Completion(text=text, usage=Usage(prompt_tokens=100, completion_tokens=len(text)))
-        if on_progress is not None:
-            on_progress(reply.usage.completion_tokens, max_tokens)
-        return reply
-
-    def count_tokens(self, messages: list[Message], *, thinking: bool = False) -> int:
-        return sum(len(m["content"]) for m in messages)
-
-    @property
-    def n_ctx(self) -> int:
-        return self._n_ctx
-
+from tests.fakes import CAST, FakeScriptedLLM, script
 
 SCHEMA = {
     "type": "object",
@@ -242,41 +189,6 @@ def test_an_invalid_schema_is_a_schema_error():
 # --- write_screenplay ------------------------------------------------------------------------
 
 CHAPTER = "Rain fell on the empty station. Akira checked the timetable; Mei only listened for the train."
-
-CAST = {
-    "characters": [
-        {"id": "akira", "name": "Akira", "appearance": "teenage boy, messy black hair, grey eyes"},
-        {"id": "mei", "name": "Mei", "appearance": "girl, long brown braid, yellow raincoat"},
-    ]
-}
-
-
-def panel(pid: str, characters: list[str]) -> dict[str, Any]:
-    return {
-        "id": pid,
-        "shot": "medium",
-        "angle": "eye_level",
-        "characters": characters,
-        "action": f"action of {pid}",
-        "expression": "",
-        "background": "station",
-        "lighting": "night",
-        "props": [],
-    }
-
-
-def script(placements: list[str], panels: int = 3) -> dict[str, Any]:
-    speakers = ["narrator", "akira", "mei"]
-    return {
-        "title": "The Last Train",
-        "dialogue": [
-            {"speaker": speakers[i % 3], "line": f"line {i + 1}", "emotion": "neutral", "panel": p}
-            for i, p in enumerate(placements)
-        ],
-        "panels": [
-            panel(f"p{j}", ["mei", "mei"] if j == 2 else ["akira", "mei"]) for j in range(1, panels + 1)
-        ],
-    }
 
 
 def test_write_screenplay_assembles_ids_and_references():

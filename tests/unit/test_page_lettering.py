@@ -7,10 +7,8 @@ import math
 import re
 
 import pytest
-from PIL import Image, ImageChops
 
-from mangaka.errors import BackendMissingError, InputError
-from mangaka.page import lettering
+from mangaka.errors import InputError
 from mangaka.page.fonts import NO_START, raqm_available
 from mangaka.page.lettering import (
     BalloonPlan,
@@ -22,40 +20,9 @@ from mangaka.page.lettering import (
     font_sizes,
     plan_balloons,
 )
+from tests.unit.lettering_samples import A4, B5_600, EN, JA, PANELS, SAMPLES, blank_page
 
 pytestmark = pytest.mark.unit
-
-A4 = 2480  # A4 at 300 dpi
-B5_600 = 4299  # B5 at 600 dpi
-BACKGROUND = (90, 160, 210)
-
-EN = [
-    LineSpec("d1", "narrator", "Later that night, the station was empty.", "narration"),
-    LineSpec("d2", "akira", "Did we miss it? The last train left already, I think!", "worried"),
-    LineSpec("d3", "mei", "Listen...", "whisper"),
-    LineSpec("d4", "akira", "RUN!", "shout"),
-    LineSpec("d5", "mei", "What was that noise?", "thinking"),
-]
-ZH = [
-    LineSpec("z1", "narrator", "那天夜里，车站空无一人。", "narration"),
-    LineSpec("z2", "lin", "你好，世界！今天天气很好。我们去公园散步吧？", "happy"),
-    LineSpec("z3", "wang", "「好啊」，她笑着说……", "neutral"),
-    LineSpec("z4", "lin", "快跑！", "shout"),
-]
-JA = [
-    LineSpec("j1", "narrator", "その夜、駅には誰もいなかった。", "narration"),
-    LineSpec("j2", "akira", "「こんにちは。」ちょっと待って……ね？", "neutral"),
-    LineSpec("j3", "mei", "コーヒーを飲みましょう！", "happy"),
-    LineSpec("j4", "akira", "どうしよう…", "thinking"),
-    LineSpec("j5", "mei", "静かに。", "whisper"),
-]
-SAMPLES = {"en": EN, "zh": ZH, "ja": JA}
-PANELS = [
-    Box(100, 100, 1100, 1050),  # a quarter of an A4 page
-    Box(100, 1230, 2280, 900),  # a wide strip
-    Box(1280, 100, 700, 1600),  # a tall one
-    Box(60, 2400, 520, 560),  # a small one
-]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +108,7 @@ def test_font_sizes_follow_the_page_width():
         font_sizes(LetteringOptions(max_font_size=20, min_font_size=30), A4)
 
 
-def test_font_size_scales_with_the_page():
+def test_font_size_scales_with_theblank_page():
     panel_a4 = Box(0, 0, 1200, 1100)
     scale = B5_600 / A4
     panel_b5 = Box(0, 0, round(1200 * scale), round(1100 * scale))
@@ -402,135 +369,6 @@ def test_plans_are_deterministic():
     assert plan_balloons(PANELS[0], JA, options, A4) == first
 
 
-# ------------------------------------------------------------------------------------------ drawing
-
-
-def _page(mode: str = "RGB") -> Image.Image:
-    colour = {"RGB": BACKGROUND, "RGBA": (*BACKGROUND, 255), "L": 128}[mode]
-    return Image.new(mode, (A4, 1800), colour)
-
-
-def _ink_columns(image: Image.Image, box: Box) -> int:
-    """How many separate vertical bands of dark pixels lie inside ``box``."""
-    gray = image.convert("L").crop((box.x, box.y, box.right, box.bottom))
-    dark = gray.point(lambda v: 255 if v < 128 else 0)
-    bands, inside = 0, False
-    for x in range(dark.width):
-        has_ink = dark.crop((x, 0, x + 1, dark.height)).getbbox() is not None
-        if has_ink and not inside:
-            bands += 1
-        inside = has_ink
-    return bands
-
-
-def _outside_untouched(before: Image.Image, after: Image.Image, panel: Box) -> bool:
-    diff = ImageChops.difference(before.convert("RGB"), after.convert("RGB"))
-    bbox = diff.getbbox()
-    return bbox is None or (
-        bbox[0] >= panel.x and bbox[1] >= panel.y and bbox[2] <= panel.right and bbox[3] <= panel.bottom
-    )
-
-
-@pytest.mark.parametrize("language", ["en", "zh", "ja"])
-@pytest.mark.parametrize("vertical", [False, True])
-def test_drawing_inks_each_balloon_and_nothing_outside_the_panel(language: str, vertical: bool):
-    panels = [Box(100, 100, 1100, 1050), Box(1280, 100, 1100, 1050), Box(300, 1200, 600, 560)]
-    options = LetteringOptions(language=language, vertical=vertical, layout_engine="basic")
-    for panel in panels:
-        image = _page()
-        before = image.copy()
-        plans, _ = plan_balloons(panel, SAMPLES[language], options, A4)
-        draw_balloons(image, plans, options)
-        assert _outside_untouched(before, image, panel)
-        for plan in plans:
-            crop = image.convert("L").crop((plan.box.x, plan.box.y, plan.box.right, plan.box.bottom))
-            assert crop.getextrema()[0] < 60, f"{plan.line_id}: no ink"
-            text = image.convert("L").crop(
-                (plan.text_box.x, plan.text_box.y, plan.text_box.right, plan.text_box.bottom)
-            )
-            assert text.getextrema()[0] < 60, f"{plan.line_id}: no text ink"
-            assert image.getpixel((round(plan.box.center[0]), plan.box.y + plan.box.h // 2)) != BACKGROUND
-            if plan.tail is not None:
-                assert image.getpixel(plan.tail) != BACKGROUND, f"{plan.line_id}: no tail at its tip"
-
-
-def test_drawing_other_image_modes():
-    options = LetteringOptions("en")
-    plans, _ = plan_balloons(PANELS[0], EN, options, A4)
-    for mode in ("RGBA", "L"):
-        image = _page(mode)
-        before = image.copy()
-        draw_balloons(image, plans, options)
-        assert _outside_untouched(before, image, PANELS[0])
-        assert image.convert("L").crop((100, 100, 1200, 1150)).getextrema()[0] == 0
-    with pytest.raises(InputError):
-        draw_balloons(Image.new("P", (100, 100)), plans, options)
-
-
-def _vertical_drawings(engine: str) -> tuple[list[BalloonPlan], Image.Image]:
-    options = LetteringOptions("ja", vertical=True, layout_engine=engine)  # type: ignore[arg-type]
-    panel = Box(100, 100, 1100, 1050)
-    plans, problems = plan_balloons(panel, JA, options, A4)
-    assert problems == []
-    image = Image.new("RGB", (1300, 1300), BACKGROUND)
-    before = image.copy()
-    draw_balloons(image, plans, options)
-    assert _outside_untouched(before, image, panel)
-    return plans, image
-
-
-def _check_vertical(plans: list[BalloonPlan], image: Image.Image) -> list[int]:
-    counts = []
-    for plan in plans:
-        tb = plan.text_box
-        assert image.convert("L").crop((tb.x, tb.y, tb.right, tb.bottom)).getextrema()[0] < 60
-        counts.append(_ink_columns(image, Box(tb.x - 2, tb.y, tb.w + 4, tb.h)))
-    return counts
-
-
-def test_vertical_basic_draws_one_band_per_column():
-    plans, image = _vertical_drawings("basic")
-    counts = _check_vertical(plans, image)
-    assert counts == [len(plan.lines) for plan in plans]
-
-
-@pytest.mark.skipif(not raqm_available(), reason="Pillow's raqm layout needs the system libfribidi")
-def test_vertical_raqm_matches_basic():
-    basic_plans, basic = _vertical_drawings("basic")
-    raqm_plans, raqm = _vertical_drawings("raqm")
-    assert raqm_plans == basic_plans  # the plan does not depend on the engine
-    assert _check_vertical(raqm_plans, raqm) == _check_vertical(basic_plans, basic)
-    # The two engines put the ink in nearly the same places.
-    for plan in raqm_plans:
-        tb = plan.text_box
-        area = (tb.x - 4, tb.y - 4, tb.right + 4, tb.bottom + 4)
-        a = raqm.convert("L").crop(area).point(lambda v: 255 if v < 128 else 0).getbbox()
-        b = basic.convert("L").crop(area).point(lambda v: 255 if v < 128 else 0).getbbox()
-        assert a is not None and b is not None
-        assert all(abs(p - q) <= plan.font_size // 2 for p, q in zip(a, b, strict=True)), (plan.line_id, a, b)
-
-
-def test_raqm_engine_asked_for_but_unavailable(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(lettering, "raqm_available", lambda: False)
-    monkeypatch.setattr("mangaka.page.fonts.raqm_available", lambda: False)
-    assert not lettering.use_raqm(LetteringOptions(layout_engine="auto"))
-    options = LetteringOptions("ja", vertical=True, layout_engine="raqm")
-    plans, _ = plan_balloons(PANELS[0], JA, options, A4)
-    with pytest.raises(BackendMissingError, match="libfribidi"):
-        draw_balloons(_page(), plans, options)
-
-
-def test_drawing_is_deterministic():
-    options = LetteringOptions("zh", vertical=True)
-    images = []
-    for _ in range(2):
-        image = _page()
-        plans, _ = plan_balloons(PANELS[0], ZH, options, A4)
-        draw_balloons(image, plans, options)
-        images.append(image.tobytes())
-    assert images[0] == images[1]
-
-
 def test_short_lines_stay_on_one_line_and_lines_are_balanced():
     lines = [
         LineSpec("a", "akira", "RUN!", "shout"),
@@ -580,7 +418,7 @@ def test_empty_line_gets_no_balloon():
     empty, hi = plans
     assert empty.box.empty and empty.lines == [] and empty.fits and empty.hidden_chars == 0
     assert hi.box.right > PANELS[0].right - 30  # the reading-start corner is not taken by the empty line
-    image = _page()
+    image = blank_page()
     draw_balloons(image, plans, LetteringOptions())
     assert plan_balloons(PANELS[0], [], LetteringOptions(), A4) == ([], [])
 

@@ -157,6 +157,34 @@ def storyboard() -> dict[str, Any]:
     }
 
 
+def _sampler(node_id: int, col: int) -> dict[str, Any]:
+    """KSampler with the settings the manga_page example ships (an SDXL anime model's)."""
+    widgets = {
+        "seed": 0,
+        "control_after_generate": "fixed",
+        "steps": 25,
+        "cfg": 6.0,
+        "sampler_name": "euler_ancestral",
+        "scheduler": "normal",
+        "denoise": 1.0,
+    }
+    return {"id": node_id, "type": "KSampler", "col": col, "widgets": widgets}
+
+
+def _save_manga(node_id: int, col: int) -> dict[str, Any]:
+    """Save Manga writing all three books, right to left."""
+    widgets = {
+        "filename_prefix": "mangaka/manga",
+        "cbz": True,
+        "epub": True,
+        "pdf": True,
+        "direction": "rtl",
+        "dpi": 300,
+        "title": "",
+    }
+    return {"id": node_id, "type": "MangakaSaveManga", "col": col, "widgets": widgets}
+
+
 def manga_page() -> dict[str, Any]:
     return {
         "nodes": [
@@ -184,20 +212,7 @@ def manga_page() -> dict[str, Any]:
                 "col": 3,
                 "widgets": {"width": 832, "height": 1216, "batch_size": 1},
             },
-            {
-                "id": 8,
-                "type": "KSampler",
-                "col": 4,
-                "widgets": {
-                    "seed": 0,
-                    "control_after_generate": "fixed",
-                    "steps": 25,
-                    "cfg": 6.0,
-                    "sampler_name": "euler_ancestral",
-                    "scheduler": "normal",
-                    "denoise": 1.0,
-                },
-            },
+            _sampler(8, 4),
             {"id": 9, "type": "VAEDecode", "col": 4},
             _compose(10, 5),
             {
@@ -207,20 +222,7 @@ def manga_page() -> dict[str, Any]:
                 "size": [420, 600],
                 "widgets": {"filename_prefix": "mangaka/page"},
             },
-            {
-                "id": 12,
-                "type": "MangakaSaveManga",
-                "col": 5,
-                "widgets": {
-                    "filename_prefix": "mangaka/manga",
-                    "cbz": True,
-                    "epub": True,
-                    "pdf": True,
-                    "direction": "rtl",
-                    "dpi": 300,
-                    "title": "",
-                },
-            },
+            _save_manga(12, 5),
         ],
         "links": [
             (1, "llm", 2, "llm"),

@@ -2,8 +2,9 @@
 
 Inside ComfyUI the pack folder is imported under a path-derived package name, so the engine must
 import itself relatively (``from ..errors import …``): ``import mangaka`` works in tests and the
-command line but fails inside ComfyUI. The engine never imports ComfyUI or torch, and imports
-llama_cpp only inside functions (where it is used), never at module level.
+command line but fails inside ComfyUI. The engine imports llama_cpp only inside functions (where it
+is used), never at module level. That it never imports ComfyUI or torch is checked once, with the
+rest of the engine's shape, in ``test_architecture.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pytest
 
 ENGINE = Path(__file__).resolve().parents[2] / "mangaka"
 MODULES = sorted(ENGINE.rglob("*.py"))
-FORBIDDEN = ("comfy", "comfy_api", "folder_paths", "server", "torch", "nodes")
 
 
 def _imports(tree: ast.AST) -> list[tuple[int, str, int, bool]]:
@@ -37,7 +37,6 @@ def test_engine_imports(path):
         root = module.split(".")[0]
         where = f"{path.relative_to(ENGINE.parent)}:{line}"
         assert not (level == 0 and root == "mangaka"), f"{where}: import mangaka relatively"
-        assert not (level == 0 and root in FORBIDDEN), f"{where}: the engine must not import {module}"
         assert not (level == 0 and root == "llama_cpp" and top), f"{where}: import llama_cpp where it is used"
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .batch.book import BIBLE_FILE, Selection, select_chapters
 from .errors import InputError, MangakaError
-from .llm.base import LLM
+from .llm.base import LLM, CallContext
 from .llm.inprocess import LoadOptions, check_lora_scale
 from .screenplay.bible import load_series_bible
 from .screenplay.models import Screenplay
@@ -395,7 +395,7 @@ def run_write(llm: LLM, plan: WritePlan) -> list[Path]:
     from .fileio import write_atomic
     from .screenplay import write_screenplay
 
-    result = write_screenplay(llm, plan.chapter, plan.request, on_progress=ProgressLog())
+    result = write_screenplay(llm, plan.chapter, plan.request, context=CallContext(on_progress=ProgressLog()))
     screenplay = result.screenplay
     text = json.dumps(screenplay.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
     if result.thinking:  # the plan first: a screenplay on disk always has its plan beside it

@@ -30,13 +30,10 @@ from .jsontext import MAX_DEPTH, exceeds_depth
 from .llm.base import (
     LLM,
     CallContext,
-    CancelFn,
     Completion,
     Message,
-    ProgressFn,
     Sampling,
     Usage,
-    call_context,
 )
 from .llm.budget import json_token_budget
 from .prompts import prompt
@@ -235,8 +232,6 @@ def generate_json(
     max_attempts: int = 3,
     max_tokens: int | None = None,
     sampling: Sampling | None = None,
-    on_progress: ProgressFn | None = None,
-    cancel: CancelFn | None = None,
     context: CallContext | None = None,
     language: str = "en",
     call: str = "output",
@@ -254,7 +249,7 @@ def generate_json(
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
-    context = call_context(context, on_progress, cancel)
+    context = context or CallContext()
     validator = check_schema(schema)
     if max_tokens is None:
         max_tokens = json_token_budget(schema)

@@ -10,7 +10,7 @@ from comfy_api.latest import io, ui
 
 from ..mangaka.errors import MangakaError
 from ..mangaka.llm.base import LLM as EngineLLM
-from ..mangaka.llm.base import PRESETS, sampling_preset
+from ..mangaka.llm.base import PRESETS, CallContext, sampling_preset
 from ..mangaka.llm.grammar import schema_to_gbnf
 from ..mangaka.llm.inprocess import (
     DEFAULT_N_CTX,
@@ -341,8 +341,7 @@ class StructuredOutput(io.ComfyNode):
                     max_attempts=max_attempts,
                     max_tokens=max_tokens,
                     sampling=sampling_preset(sampling).replace(seed=seed),
-                    on_progress=_comfy.progress(),
-                    cancel=_comfy.cancel_requested(),
+                    context=CallContext(on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()),
                 )
         finally:
             release_if_asked(llm, "Structured Output")

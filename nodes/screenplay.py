@@ -9,7 +9,7 @@ from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
 from ..mangaka.evaluate import dialogue_kept, fidelity_report
-from ..mangaka.llm.base import PRESETS
+from ..mangaka.llm.base import PRESETS, CallContext
 from ..mangaka.llm.inprocess import release_if_asked
 from ..mangaka.screenplay import SeriesBible, write_screenplay
 from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
@@ -200,8 +200,7 @@ class Screenwriter(io.ComfyNode):
                     chapter,
                     request,
                     bible=series,
-                    on_progress=_comfy.progress(),
-                    cancel=_comfy.cancel_requested(),
+                    context=CallContext(on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()),
                 )
         finally:
             release_if_asked(llm, "Screenwriter")

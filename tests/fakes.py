@@ -8,7 +8,7 @@ import copy
 import json
 from typing import Any
 
-from mangaka.llm.base import CallContext, Completion, Message, Sampling, Usage, call_context
+from mangaka.llm.base import CallContext, Completion, Message, Sampling, Usage
 
 Reply = str | dict[str, Any] | Completion | Exception
 
@@ -31,11 +31,9 @@ class FakeScriptedLLM:
         sampling: Sampling | None = None,
         max_tokens: int = 1024,
         thinking: bool = False,
-        on_progress: Any = None,
-        cancel: Any = None,
         context: CallContext | None = None,
     ) -> Completion:
-        on_progress = call_context(context, on_progress, cancel).on_progress
+        on_progress = (context or CallContext()).on_progress
         self.calls.append(
             {
                 "messages": copy.deepcopy(messages),

@@ -22,7 +22,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..chapters import Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
@@ -113,11 +113,10 @@ def write_book(
     selection: Selection | None = None,
     context: CallContext | None = None,
     bible: Path | None = None,
-    **screenplay: Any,
 ) -> BookResult:
     """Every selected chapter's screenplay, ``concurrency`` at a time; see the module docstring.
 
-    ``request`` (or its options, ``**screenplay``) applies to every chapter; it is checked once,
+    ``request`` (default: ``ScreenplayRequest()``) applies to every chapter; it is checked once,
     before any chapter is written. ``selection``: ``select_chapters(book, chapters)`` already
     made (the book is not read again). ``context``: how to stop the run (``cancel``), and where
     each chapter's progress goes (chapters in flight report to it in turn). ``bible``: the series
@@ -125,9 +124,7 @@ def write_book(
     if concurrency < 1:
         raise InputError(f"concurrency must be at least 1, got {concurrency}")
     if request is None:
-        request = ScreenplayRequest(**screenplay)
-    elif screenplay:
-        raise TypeError(f"give either a request or its options, not both ({', '.join(screenplay)})")
+        request = ScreenplayRequest()
     bible_path = bible if bible is not None else out / BIBLE_FILE
     series = load_series_bible(bible_path, missing_ok=True)
     selected, total = selection or select_chapters(book, chapters, max_chars=max_chars)

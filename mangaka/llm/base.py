@@ -91,17 +91,6 @@ class CallContext:
         return self.cancel is not None and bool(self.cancel())
 
 
-def call_context(
-    context: CallContext | None, on_progress: ProgressFn | None = None, cancel: CancelFn | None = None
-) -> CallContext:
-    """``context``, or one made of the ``on_progress``/``cancel`` shorthands; never both."""
-    if context is None:
-        return CallContext(on_progress, cancel)
-    if on_progress is not None or cancel is not None:
-        raise TypeError("give either a context or on_progress/cancel, not both")
-    return context
-
-
 @dataclass
 class Completion:
     text: str
@@ -117,8 +106,7 @@ class LLM(Protocol):
     ``schema``: a JSON Schema the output must match (decoding is constrained and thinking is
     off). ``thinking``: let the model reason first (free text only); the reasoning comes back in
     ``Completion.reasoning``. ``max_tokens`` bounds the generated tokens, thinking included.
-    ``context``: where progress goes and how to stop (``on_progress``/``cancel`` are shorthands for
-    it; give one or the other).
+    ``context``: where progress goes and how to stop (``CallContext(on_progress, cancel)``).
     """
 
     name: str
@@ -131,8 +119,6 @@ class LLM(Protocol):
         sampling: Sampling | None = None,
         max_tokens: int = 1024,
         thinking: bool = False,
-        on_progress: ProgressFn | None = None,
-        cancel: CancelFn | None = None,
         context: CallContext | None = None,
     ) -> Completion: ...
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import procs
 from ..errors import Cancelled, ContextOverflowError, GenerationError, MangakaError
-from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage, call_context
+from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
 from .constrain import DEFAULT_ENGINE, ENGINES, make_constraint
 from .decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD, DecodeResult, decode
@@ -200,12 +200,10 @@ class LlamaCppLLM:
         sampling: Sampling | None = None,
         max_tokens: int = 1024,
         thinking: bool = False,
-        on_progress: ProgressFn | None = None,
-        cancel: CancelFn | None = None,
         engine: str | None = None,
         context: CallContext | None = None,
     ) -> Completion:
-        ctx = call_context(context, on_progress, cancel)
+        ctx = context or CallContext()
         on_progress, cancel = ctx.on_progress, ctx.cancel
         sampling = sampling or Sampling()
         if schema is not None and thinking:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import Cancelled, ContextOverflowError, GenerationError, InputError, MangakaError
-from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage, call_context
+from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage
 from .chat import normalize_messages, split_reasoning
 
 log = logging.getLogger(__name__)
@@ -158,11 +158,9 @@ class OpenAICompatibleLLM:
         sampling: Sampling | None = None,
         max_tokens: int = 1024,
         thinking: bool = False,
-        on_progress: ProgressFn | None = None,
-        cancel: CancelFn | None = None,
         context: CallContext | None = None,
     ) -> Completion:
-        ctx = call_context(context, on_progress, cancel)
+        ctx = context or CallContext()
         on_progress, cancel = ctx.on_progress, ctx.cancel
         if schema is not None and thinking:
             log.info("thinking turned off: output is constrained to a schema")

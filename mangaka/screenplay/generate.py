@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InputError, InvalidOutputError
-from ..llm.base import LLM, CallContext, CancelFn, ProgressFn, Usage, call_context
+from ..llm.base import LLM, CallContext, Usage
 from ..structured import Attempt
 from .bible import SeriesBible
 from .grounded import Grounding
@@ -103,24 +103,20 @@ class ScreenplayResult:
 def write_screenplay(
     llm: LLM,
     chapter: str,
-    request: ScreenplayRequest | None = None,
+    request: ScreenplayRequest,
     *,
     cast: Sequence[Character | dict[str, Any]] | None = None,
     bible: SeriesBible | None = None,
-    on_progress: ProgressFn | None = None,
-    cancel: CancelFn | None = None,
     context: CallContext | None = None,
-    **options: Any,
 ) -> ScreenplayResult:
-    """Write a screenplay of ``chapter`` as ``request`` asks (or ``ScreenplayRequest(**options)``).
+    """Write a screenplay of ``chapter`` as ``request`` asks.
 
     The steps: plan (when ``think_tokens`` > 0), cast (unless ``cast`` gives a known cast, e.g. a
     character bible), script, assemble. ``bible``: the series' known characters; the cast call is
     shown them and only adds new ones (a listed character the bible knows, by name or alias, else
     by id, is the bible's entry), and a given ``cast`` is mapped onto it the same way; the
-    screenplay's ids are then the bible's. ``context`` (or ``on_progress``/``cancel``): one progress
-    bar counts generated tokens over every call against their worst-case budgets; ``cancel()``
-    stops the run.
+    screenplay's ids are then the bible's. ``context``: one progress bar counts generated tokens
+    over every call against their worst-case budgets; its ``cancel()`` stops the run.
 
     A chapter that does not fit one call (the context, ``scene_chars``, or more panels or lines
     than one call writes) is written scene by scene (``scenes.py``): every scene's cast first, each
@@ -131,8 +127,8 @@ def write_screenplay(
     (every attempt attached) when a call stays invalid after ``max_attempts`` tries, ``Cancelled``
     when asked.
     """
-    request = _request(request, options)
-    context = call_context(context, on_progress, cancel)
+    request = _request(request)
+    context = context or CallContext()
     check_chapter(chapter)
     known_cast = check_cast(cast) if cast is not None else None
     if known_cast is not None and bible:
@@ -166,11 +162,9 @@ def write_screenplay(
     return result
 
 
-def _request(request: ScreenplayRequest | None, options: dict[str, Any]) -> ScreenplayRequest:
-    if request is None:
-        return ScreenplayRequest(**options)
-    if options:
-        raise TypeError(f"give either a request or its options, not both ({', '.join(options)})")
+def _request(request: ScreenplayRequest) -> ScreenplayRequest:
+    if not isinstance(request, ScreenplayRequest):
+        raise TypeError(f"request must be a ScreenplayRequest, not {type(request).__name__}")
     return request
 
 
@@ -439,17 +433,16 @@ def assemble_scenes(
 def write_cast(
     llm: LLM,
     chapter: str,
-    request: ScreenplayRequest | None = None,
+    request: ScreenplayRequest,
     *,
     bible: SeriesBible | None = None,
     context: CallContext | None = None,
-    **options: Any,
 ) -> Step:
     """Only the cast call of ``write_screenplay`` (no plan): a ``Step`` whose value is the chapter's
     characters, known ones as ``bible`` has them (a long chapter: every scene's cast call, in
     order). A book's first pass; ``write_screenplay(..., cast=step.value)`` then writes the script."""
-    request = _request(request, options)
-    context = call_context(context, None, None)
+    request = _request(request)
+    context = context or CallContext()
     check_chapter(chapter)
     grounding = _grounding(chapter, request)
     scenes = plan_scenes(llm, chapter, request)

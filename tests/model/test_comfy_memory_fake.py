@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from mangaka.devtools.tiny_models import write_model
+from mangaka.llm.base import CallContext
 
 ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
@@ -258,6 +259,8 @@ def test_an_interrupt_that_is_a_base_exception_stops_generation_and_the_model_st
 
     messages = [{"role": "user", "content": "Say something."}]
     with pytest.raises(FakeInterrupt):
-        generator.complete(messages, sampling=PRESETS["greedy"], max_tokens=64, on_progress=progress)
+        generator.complete(
+            messages, sampling=PRESETS["greedy"], max_tokens=64, context=CallContext(on_progress=progress)
+        )
     again = generator.complete(messages, sampling=PRESETS["greedy"], max_tokens=8)
     assert again.usage.completion_tokens > 0

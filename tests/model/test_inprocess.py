@@ -20,7 +20,7 @@ from mangaka.errors import (
     SchemaError,
     UnsupportedArchitectureError,
 )
-from mangaka.llm.base import PRESETS, Sampling
+from mangaka.llm.base import PRESETS, CallContext, Sampling
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, cached_models, load_model, release_models
 from tests.model.conftest import TRAINED_CONTEXT
 
@@ -129,7 +129,12 @@ def test_a_lora_file_is_not_a_model(qwen35moe_lora):
 def test_greedy_generation_is_deterministic_with_progress(arch_fixture, request):
     llm = LlamaCppLLM(request.getfixturevalue(arch_fixture), SMALL)
     seen: list[tuple[int, int]] = []
-    first = llm.complete(USER, sampling=GREEDY, max_tokens=10, on_progress=lambda d, t: seen.append((d, t)))
+    first = llm.complete(
+        USER,
+        sampling=GREEDY,
+        max_tokens=10,
+        context=CallContext(on_progress=lambda d, t: seen.append((d, t))),
+    )
     second = llm.complete(USER, sampling=GREEDY, max_tokens=10)
     assert first.text == second.text
     assert first.usage.completion_tokens == len(seen) > 0
@@ -366,8 +371,7 @@ def test_cancel_stops_generation_between_tokens_and_the_model_stays_usable(qwen3
             schema=STRINGS,
             sampling=GREEDY,
             max_tokens=500,
-            on_progress=progress,
-            cancel=lambda: count["n"] >= 5,
+            context=CallContext(on_progress=progress, cancel=lambda: count["n"] >= 5),
         )
     assert count["n"] == 5
     assert llm.complete(USER, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0
@@ -399,7 +403,7 @@ def test_cancel_stops_a_long_prompt_evaluation_inside_llama_decode(qwen35moe, mo
 
     monkeypatch.setattr(ctx, "decode", counting_decode)
     with pytest.raises(Cancelled):
-        llm.complete(long, sampling=GREEDY, max_tokens=4, cancel=asked.is_set)
+        llm.complete(long, sampling=GREEDY, max_tokens=4, context=CallContext(cancel=asked.is_set))
     monkeypatch.undo()
     assert len(decoded) == 3, f"{len(decoded)} of {batches} batches decoded, cancel at the third"
     assert llm.complete(USER, sampling=GREEDY, max_tokens=4).usage.completion_tokens > 0

@@ -24,7 +24,7 @@ import pytest
 
 import mangaka.llm.inprocess as inprocess
 from mangaka.errors import Cancelled
-from mangaka.llm.base import PRESETS
+from mangaka.llm.base import PRESETS, CallContext
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
 from mangaka.screenplay.schema import cast_call_schema, script_call_schema
 
@@ -104,8 +104,13 @@ def run(model, mode, schema, monkeypatch, **options):
     monkeypatch.setattr(inprocess, "decode", recording)
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=1, **options), jump_forward=mode)
     steps: list[int] = []
-    done = llm.complete(MESSAGES, schema=schema, sampling=PRESETS["greedy"], max_tokens=3000,
-                        on_progress=lambda n, _t: steps.append(n))  # fmt: skip
+    done = llm.complete(
+        MESSAGES,
+        schema=schema,
+        sampling=PRESETS["greedy"],
+        max_tokens=3000,
+        context=CallContext(on_progress=lambda n, _t: steps.append(n)),
+    )
     assert done.finish_reason == "stop", (mode, done.text[-200:])
     assert steps and steps[-1] == done.usage.completion_tokens == len(seen["tokens"])
     assert done.usage.forced_tokens == llm.last_forced_tokens  # the call's Usage carries its forced share
@@ -203,9 +208,16 @@ def test_cancel_between_batches_leaves_the_model_usable(arch, request):
     for after in (3, 10, 30):
         seen = {"n": 0}
         with pytest.raises(Cancelled):
-            llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000,
-                         on_progress=lambda n, _t, seen=seen: seen.update(n=n),
-                         cancel=lambda seen=seen, after=after: seen["n"] >= after)  # fmt: skip
+            llm.complete(
+                MESSAGES,
+                schema=SCHEMAS["script"],
+                sampling=PRESETS["greedy"],
+                max_tokens=3000,
+                context=CallContext(
+                    on_progress=lambda n, _t, seen=seen: seen.update(n=n),
+                    cancel=lambda seen=seen, after=after: seen["n"] >= after,
+                ),
+            )
         assert after <= seen["n"] < after + OPTIONS.rollback_tokens + 1
         again = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
         assert again.text == whole

@@ -26,7 +26,7 @@ import pytest
 
 from mangaka.devtools.tiny_models import write_model
 from mangaka.errors import ContextOverflowError, GenerationError, InvalidOutputError
-from mangaka.llm.base import PRESETS
+from mangaka.llm.base import PRESETS, CallContext
 from mangaka.llm.openai import AuthError, OpenAICompatibleLLM
 from mangaka.screenplay import ScreenplayRequest, validate_screenplay, write_screenplay
 from mangaka.source import source_map
@@ -150,7 +150,9 @@ def server(request, roomy):
 
 def test_screenwriter_through_the_server_returns_a_schema_valid_screenplay(server):
     llm = OpenAICompatibleLLM(server.url)
-    result = write_screenplay(llm, CHAPTER, panels=2, dialogue=2, sampling=PRESETS["greedy"])
+    result = write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"])
+    )
     data = result.screenplay.model_dump(mode="json")
     jsonschema.validate(data, SCHEMA)
     assert validate_screenplay(data) == []
@@ -211,16 +213,19 @@ def test_progress_streams_and_cancel_stops(server):
     llm = OpenAICompatibleLLM(server.url)
     seen: list[int] = []
     done = llm.complete(
-        [{"role": "user", "content": "Tell a story."}], max_tokens=40, on_progress=lambda n, t: seen.append(n)
+        [{"role": "user", "content": "Tell a story."}],
+        max_tokens=40,
+        context=CallContext(on_progress=lambda n, t: seen.append(n)),
     )
     assert seen == sorted(seen) and len(seen) >= 10 and done.finish_reason in ("length", "stop")
     from mangaka.errors import Cancelled
 
     with pytest.raises(Cancelled):
         llm.complete(
-            [{"role": "user", "content": "Tell a story."}], max_tokens=400,
-            cancel=lambda: len(seen) > 50, on_progress=lambda n, t: seen.append(n),
-        )  # fmt: skip
+            [{"role": "user", "content": "Tell a story."}],
+            max_tokens=400,
+            context=CallContext(cancel=lambda: len(seen) > 50, on_progress=lambda n, t: seen.append(n)),
+        )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -245,9 +250,13 @@ def test_a_server_killed_mid_stream_and_started_again_is_retried(roomy, kind, ca
         }
         with caplog.at_level(logging.WARNING, logger="mangaka.llm.openai"):
             data, _ = generate_json(
-                llm, [{"role": "user", "content": "A story."}], schema, max_tokens=400,
-                sampling=PRESETS["greedy"], on_progress=on_progress,
-            )  # fmt: skip
+                llm,
+                [{"role": "user", "content": "A story."}],
+                schema,
+                max_tokens=400,
+                sampling=PRESETS["greedy"],
+                context=CallContext(on_progress=on_progress),
+            )
         assert killed.is_set()
         assert 200 <= len(data["story"]) <= 300
         assert any("retry 1 of 6" in r.message for r in caplog.records)
@@ -379,12 +388,24 @@ def test_a_book_keeps_n_chapters_in_flight_and_resumes(roomy, tmp_path):
         from mangaka.batch.book import write_book
 
         out = tmp_path / "screenplays"
-        done = write_book(llm, book, out, concurrency=3, panels=2, dialogue=2, sampling=PRESETS["greedy"])
+        done = write_book(
+            llm,
+            book,
+            out,
+            concurrency=3,
+            request=ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"]),
+        )
         assert done.ok and [p.name[:2] for p in done.written] == ["01", "02", "03"]
         assert llm.max_in_flight == 3  # three chapters' requests were at the server at once
         for path in done.written:
             assert validate_screenplay(json.loads(path.read_text(encoding="utf-8"))) == []
-        again = write_book(llm, book, out, concurrency=3, panels=2, dialogue=2, sampling=PRESETS["greedy"])
+        again = write_book(
+            llm,
+            book,
+            out,
+            concurrency=3,
+            request=ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"]),
+        )
         assert again.written == [] and len(again.skipped) == 3  # a rerun resumes: nothing written twice
     finally:
         s.stop()

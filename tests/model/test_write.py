@@ -13,9 +13,10 @@ import pytest
 
 from mangaka.devtools.tiny_models import write_lora, write_model
 from mangaka.errors import InputError, InvalidOutputError
-from mangaka.llm.base import PRESETS
+from mangaka.llm.base import PRESETS, CallContext
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
 from mangaka.screenplay import validate_screenplay, write_screenplay
+from mangaka.screenplay.request import ScreenplayRequest
 from mangaka.structured import generate_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +86,7 @@ def test_write_an_empty_chapter_is_refused_before_loading(roomy_qwen35moe, tmp_p
     assert run.returncode == 1
     assert "chapter" in run.stderr and "empty" in run.stderr
     with pytest.raises(InputError, match="chapter"):
-        write_screenplay(LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=1)), " ")
+        write_screenplay(LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=1)), " ", ScreenplayRequest())
 
 
 def test_write_with_a_missing_model_or_a_non_gguf_file(tmp_path):
@@ -101,7 +102,9 @@ def test_qwen3moe_writes_a_valid_screenplay_in_process(tmp_path):
     model = write_model(tmp_path / "qwen3moe-32k.gguf", "qwen3moe", context_length=32768)
     lora = write_lora(tmp_path / "qwen3moe-32k-lora.gguf", model)
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=32768, n_threads=1), lora=lora, lora_scale=0.5)
-    result = write_screenplay(llm, CHAPTER.read_text(), panels=2, dialogue=2, sampling=PRESETS["greedy"])
+    result = write_screenplay(
+        llm, CHAPTER.read_text(), ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"])
+    )
     data = result.screenplay.model_dump(mode="json")
     jsonschema.validate(data, SCHEMA)
     assert validate_screenplay(data) == []
@@ -149,7 +152,7 @@ def test_output_rejected_on_every_try_feeds_the_problems_back(roomy_qwen35moe):
             validate=lambda d: [f"word: {d['word']!r} is not the magic word"],
             max_attempts=3,
             sampling=PRESETS["greedy"],
-            on_progress=lambda done, _total: seen.append(done),
+            context=CallContext(on_progress=lambda done, _total: seen.append(done)),
         )
     attempts = err.value.attempts
     assert len(attempts) == 3
@@ -177,9 +180,11 @@ def test_a_plan_with_thinking_goes_first_and_into_both_calls(roomy_qwen35moe, ca
     seen: list[tuple[int, int]] = []
     with caplog.at_level("WARNING", logger="mangaka.screenplay.generate"):
         result = write_screenplay(
-            llm, CHAPTER.read_text(), panels=2, dialogue=2, sampling=PRESETS["greedy"], think_tokens=48,
-            on_progress=lambda done, total: seen.append((done, total)),
-        )  # fmt: skip
+            llm,
+            CHAPTER.read_text(),
+            ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"], think_tokens=48),
+            context=CallContext(on_progress=lambda done, total: seen.append((done, total))),
+        )
     assert validate_screenplay(result.screenplay.model_dump(mode="json")) == []
     (plan_messages, plan_thinking, plan_schema), *constrained = llm.calls
     assert plan_thinking and not plan_schema and "plan the adaptation" in plan_messages[-1]["content"]
@@ -196,4 +201,4 @@ def test_a_plan_with_thinking_goes_first_and_into_both_calls(roomy_qwen35moe, ca
     assert seen[0][0] <= 48 and all(total > 48 for _, total in seen) and seen[-1][0] > 48
     assert result.usage.completion_tokens >= 48
     with pytest.raises(InputError, match="think_tokens must be from 0 to 32768"):
-        write_screenplay(llm, "A chapter.", think_tokens=-1)
+        write_screenplay(llm, "A chapter.", ScreenplayRequest(think_tokens=-1))

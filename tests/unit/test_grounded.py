@@ -26,6 +26,7 @@ from mangaka.screenplay.grounded import (
     repair_ids,
 )
 from mangaka.screenplay.models import MAX_LINE, NARRATOR, SCREENPLAY_VERSION
+from mangaka.screenplay.request import ScreenplayRequest
 from mangaka.screenplay.schema import grounded_script_call_schema
 from mangaka.source import source_map
 from tests.fakes import FakeScriptedLLM
@@ -137,7 +138,7 @@ def test_the_cast_call_writes_the_names_the_chapter_uses(chapter: str, language:
     if language == "en":
         assert "Mei" in names  # "…," said Mei
     llm = SchemaLLM(cast_reply)
-    cast = write_cast(llm, chapter, language=language, max_characters=8).value
+    cast = write_cast(llm, chapter, ScreenplayRequest(language=language, max_characters=8)).value
     array = llm.calls[0]["schema"]["properties"]["characters"]
     assert [item["properties"]["name"]["const"] for item in array["prefixItems"]] == names
     assert array["items"] is False and array["minItems"] == array["maxItems"] == len(names)
@@ -151,7 +152,7 @@ def test_the_cast_lists_at_most_max_characters_names_strongest_first():
     names = names_of(chapter, "en")
     assert names[:2] == ["Mei", "Akira"]
     llm = SchemaLLM(cast_reply)
-    assert [c.name for c in write_cast(llm, chapter, max_characters=1).value] == ["Mei"]
+    assert [c.name for c in write_cast(llm, chapter, ScreenplayRequest(max_characters=1)).value] == ["Mei"]
     array = llm.calls[0]["schema"]["properties"]["characters"]
     assert [item["properties"]["name"]["const"] for item in array["prefixItems"]] == ["Mei"]
 
@@ -161,7 +162,7 @@ def test_a_name_the_chapter_does_not_use_is_retried_naming_the_candidates_then_r
     names = names_of(EN, "en")
     # a server that ignores the schema: another name, then the chapter's
     llm = SchemaLLM(other, cast_reply)
-    result = write_cast(llm, EN)
+    result = write_cast(llm, EN, ScreenplayRequest())
     assert [a.call for a in result.attempts] == ["screenplay cast"] * 2
     feedback = llm.calls[1]["messages"][-1]["content"]
     assert f"characters[0].name: {names[0]!r} was expected" in feedback
@@ -169,7 +170,7 @@ def test_a_name_the_chapter_does_not_use_is_retried_naming_the_candidates_then_r
     # never the chapter's names: refused after the last try, every try reported
     llm = SchemaLLM(*[other] * 3)
     with pytest.raises(InvalidOutputError, match=r"screenplay cast: .* all 3 tries") as info:
-        write_screenplay(llm, EN, panels=3, dialogue=3, max_attempts=3)
+        write_screenplay(llm, EN, ScreenplayRequest(panels=3, dialogue=3, max_attempts=3))
     assert [a["call"] for a in info.value.attempts] == ["screenplay cast"] * 3
     assert all(a["problems"] for a in info.value.attempts)
     # the check behind a cast without forced names: it lists what the chapter uses
@@ -183,7 +184,7 @@ def test_a_named_character_given_the_narrator_id_gets_an_id_of_its_own(caplog):
     """A name without a Latin spelling leaves its id to the model, which may write the narrator's."""
     names = names_of(ZH, "zh")
     llm = SchemaLLM(cast_reply)
-    write_cast(llm, ZH, language="zh")
+    write_cast(llm, ZH, ScreenplayRequest(language="zh"))
     (item, *_) = llm.calls[0]["schema"]["properties"]["characters"]["prefixItems"]
     assert "const" not in item["properties"]["id"]  # the model writes it
 
@@ -194,7 +195,7 @@ def test_a_named_character_given_the_narrator_id_gets_an_id_of_its_own(caplog):
 
     llm = SchemaLLM(narrator_ids)
     with caplog.at_level(logging.INFO, logger="mangaka.structured"):
-        result = write_cast(llm, ZH, language="zh")
+        result = write_cast(llm, ZH, ScreenplayRequest(language="zh"))
     assert len(result.attempts) == 1 and result.attempts[0].problems == []  # repaired, not retried
     assert result.value[0].id == "character_1" and result.value[0].name == names[0]
     wanted = "characters[0].id: 'narrator' is reserved for captions; now 'character_1'"
@@ -251,7 +252,7 @@ def test_a_scenes_first_panel_starts_at_its_first_unit():
 
 def test_the_call_gets_numbered_units_and_its_panels_start_in_order():
     llm = SchemaLLM(cast_reply, script_reply)
-    write_screenplay(llm, EN, panels=3, dialogue=4)
+    write_screenplay(llm, EN, ScreenplayRequest(panels=3, dialogue=4))
     text = llm.calls[1]["messages"][1]["content"]
     for n in (1, 2, 3):
         assert f"[{n}] {source_map(EN, 'en').unit_text(n)}" in text
@@ -345,7 +346,7 @@ def test_out_of_order_starts_and_quotes_are_sorted_as_repairs_and_nothing_is_dro
     assert repair_grounded(copy.deepcopy(in_order)) == (in_order, [])
     # in a call: two of three lines chosen (an enum), backwards; repaired, logged, not retried
     llm = SchemaLLM(cast_reply, lambda schema: script_reply(schema, quotes=[3, 1]))
-    result = write_screenplay(llm, EN, panels=3, dialogue=2)
+    result = write_screenplay(llm, EN, ScreenplayRequest(panels=3, dialogue=2))
     assert len(result.attempts) == 2
     assert (
         "screenplay script: dialogue[].quote: lines [3, 1] sorted into the chapter's order" in result.repairs
@@ -375,7 +376,7 @@ def test_a_quoted_line_chosen_twice_becomes_the_nearest_line_not_chosen():
     ]
     # in a call: repaired and logged, never retried
     llm = SchemaLLM(cast_reply, lambda schema: script_reply(schema, quotes=[2, 2]))
-    result = write_screenplay(llm, EN, panels=3, dialogue=2)
+    result = write_screenplay(llm, EN, ScreenplayRequest(panels=3, dialogue=2))
     assert len(result.attempts) == 2
     assert (
         "screenplay script: dialogue[1].quote: line 2 chosen again; now line 3, the nearest not chosen"
@@ -392,7 +393,7 @@ def test_a_grounded_screenplay_letters_the_chapters_quotes(chapter: str, languag
     source = source_map(chapter, language)
     assert len(source.units) == 3 and len(source.quotes) == 3
     llm = SchemaLLM(cast_reply, script_reply)
-    result = write_screenplay(llm, chapter, language=language, panels=3, dialogue=4)
+    result = write_screenplay(llm, chapter, ScreenplayRequest(language=language, panels=3, dialogue=4))
     sp = result.screenplay
     assert validate_screenplay(sp.model_dump(mode="json")) == []
     quoted = [d for d in sp.dialogue if d.quote is not None]
@@ -412,7 +413,7 @@ def test_a_quote_longer_than_a_balloon_is_lettered_over_consecutive_lines():
     parts = [line for line in source.lines if line.quote == quote.number]
     assert len(parts) > 1 and all(len(p.text) <= MAX_LINE for p in parts)
     llm = SchemaLLM(cast_reply, script_reply)
-    sp = write_screenplay(llm, chapter, panels=2, dialogue=len(parts)).screenplay
+    sp = write_screenplay(llm, chapter, ScreenplayRequest(panels=2, dialogue=len(parts))).screenplay
     assert validate_screenplay(sp.model_dump(mode="json")) == []
     assert [d.quote for d in sp.dialogue] == [quote.number] * len(parts)
     assert [d.line for d in sp.dialogue] == [p.text for p in parts]
@@ -426,7 +427,7 @@ def test_a_chapter_without_quote_marks_warns_and_gets_captions_only(caplog):
     assert source_map(chapter, "en").quotes == ()
     llm = SchemaLLM(answer, answer)
     with caplog.at_level(logging.WARNING):
-        sp = write_screenplay(llm, chapter, panels=2, dialogue=2).screenplay
+        sp = write_screenplay(llm, chapter, ScreenplayRequest(panels=2, dialogue=2)).screenplay
     assert "no quoted lines found" in caplog.text
     schema = llm.calls[1]["schema"]
     assert schema["properties"]["dialogue"]["maxItems"] == 0
@@ -441,7 +442,7 @@ def test_a_chapter_written_scene_by_scene_covers_its_units_in_order_with_the_cha
     )
     source = source_map(chapter, "en")
     llm = SchemaLLM(*[answer] * 12, n_ctx=200_000)
-    result = write_screenplay(llm, chapter, panels=6, dialogue="auto", scene_chars=250)
+    result = write_screenplay(llm, chapter, ScreenplayRequest(panels=6, dialogue="auto", scene_chars=250))
     sp = result.screenplay
     assert len(result.scenes) == 3
     assert validate_screenplay(sp.model_dump(mode="json")) == []
@@ -496,7 +497,7 @@ def test_free_mode_still_writes_the_models_own_lines():
     }
     free_script["panels"][0].pop("from")
     llm = FakeScriptedLLM(free_cast, free_script)
-    sp = write_screenplay(llm, EN, panels=1, dialogue=1, dialogue_from="free").screenplay
+    sp = write_screenplay(llm, EN, ScreenplayRequest(panels=1, dialogue=1, dialogue_from="free")).screenplay
     assert sp.dialogue[0].line == "My own words." and sp.dialogue[0].quote is None
     assert sp.panels[0].source is None
     assert EN.strip() in llm.calls[0]["messages"][1]["content"]  # the chapter as written, not numbered
@@ -512,6 +513,6 @@ def test_a_chapter_naming_nobody_gets_the_models_cast_even_with_a_bible(caplog):
     )
     kenji = {"characters": [{"id": "kenji", "name": "Kenji", "appearance": "an old man"}]}
     with caplog.at_level(logging.WARNING):
-        cast = write_cast(SchemaLLM(kenji), chapter, bible=bible).value
+        cast = write_cast(SchemaLLM(kenji), chapter, ScreenplayRequest(), bible=bible).value
     assert [c.name for c in cast] == ["Kenji"]
     assert "names nobody" in caplog.text

@@ -11,6 +11,7 @@ from mangaka.errors import InputError
 from mangaka.page.layout import LayoutOptions, layout_pages
 from mangaka.screenplay import write_screenplay
 from mangaka.screenplay.models import MAX_SCENE_PANELS, Screenplay
+from mangaka.screenplay.request import ScreenplayRequest
 from mangaka.screenplay.scenes import (
     AUTO,
     Scene,
@@ -176,7 +177,9 @@ def test_a_long_chapter_is_written_scene_by_scene_into_one_screenplay_with_conti
     chapter = "\n\n".join([one, "***", two, "***", three])
     replies = [CAST, CAST, CAST, scene_script("A", 2, 1), scene_script("B", 2, 2), scene_script("C", 2, 3)]
     llm = FakeScriptedLLM(*replies, n_ctx=200_000)
-    result = write_screenplay(llm, chapter, panels=6, dialogue=6, scene_chars=1500, dialogue_from="free")
+    result = write_screenplay(
+        llm, chapter, ScreenplayRequest(panels=6, dialogue=6, scene_chars=1500, dialogue_from="free")
+    )
     sp = result.screenplay
     assert [(s.panels, s.dialogue) for s in result.scenes] == [(2, 1), (2, 2), (2, 3)]
     assert [p.id for p in sp.panels] == [f"p{i}" for i in range(1, 7)]
@@ -212,7 +215,7 @@ def test_a_fixed_count_too_small_for_the_scenes_is_refused_before_any_call():
     chapter = "\n\n".join(["Akira ran. " * 20, "***", "Mei waited. " * 20, "***", "They met. " * 20])
     llm = FakeScriptedLLM(n_ctx=200_000)
     with pytest.raises(InputError, match="panels: 2 is fewer than the 3 scenes"):
-        write_screenplay(llm, chapter, panels=2, dialogue=0, scene_chars=100)
+        write_screenplay(llm, chapter, ScreenplayRequest(panels=2, dialogue=0, scene_chars=100))
     assert llm.calls == []
 
 

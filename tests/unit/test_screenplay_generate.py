@@ -12,6 +12,7 @@ from mangaka.errors import Cancelled, ContextOverflowError, InputError, InvalidO
 from mangaka.llm.base import CallContext, Completion, Sampling, Usage
 from mangaka.llm.budget import json_token_budget
 from mangaka.screenplay import Character, validate_screenplay, write_screenplay
+from mangaka.screenplay.request import ScreenplayRequest
 from mangaka.structured import generate_json
 from tests.fakes import CAST, FakeScriptedLLM, script
 
@@ -154,7 +155,7 @@ def test_cancel_between_tries_stops():
     llm = FakeScriptedLLM({"name": ""}, {"name": "Tama"})
     calls = iter([False, True])
     with pytest.raises(Cancelled):
-        generate_json(llm, MESSAGES, SCHEMA, cancel=lambda: next(calls))
+        generate_json(llm, MESSAGES, SCHEMA, context=CallContext(cancel=lambda: next(calls)))
     assert len(llm.calls) == 1
 
 
@@ -193,7 +194,7 @@ CHAPTER = "Rain fell on the empty station. Akira checked the timetable; Mei only
 
 def test_write_screenplay_assembles_ids_and_references():
     llm = FakeScriptedLLM(CAST, script(["p1", "p2", "p2", "p3"]))
-    result = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+    result = write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     sp = result.screenplay
     assert validate_screenplay(sp.model_dump(mode="json")) == []
     assert [d.id for d in sp.dialogue] == ["d1", "d2", "d3", "d4"]
@@ -211,20 +212,26 @@ def test_write_screenplay_assembles_ids_and_references():
 
 def test_lines_are_numbered_in_reading_order():
     llm = FakeScriptedLLM(CAST, script(["p2", "p1", "p3", "p1"]))
-    sp = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4).screenplay
+    sp = write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4)
+    ).screenplay
     assert [d.line for d in sp.dialogue] == ["line 2", "line 4", "line 1", "line 3"]
     assert [p.dialogue for p in sp.panels] == [["d1", "d2"], ["d3"], ["d4"]]
 
 
 def test_silent_panels_and_no_dialogue_are_allowed():
     llm = FakeScriptedLLM(CAST, script([], panels=2))
-    sp = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=2, dialogue=0).screenplay
+    sp = write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=2, dialogue=0)
+    ).screenplay
     assert sp.dialogue == [] and [p.dialogue for p in sp.panels] == [[], []]
 
 
 def test_the_script_schema_is_built_from_the_cast():
     llm = FakeScriptedLLM(CAST, script(["p1", "p2", "p3", "p3"]))
-    write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, max_characters=5)
+    write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4, max_characters=5)
+    )
     cast_schema = llm.calls[0]["schema"]
     assert cast_schema["properties"]["characters"]["maxItems"] == 5
     schema = llm.calls[1]["schema"]
@@ -242,7 +249,9 @@ def test_the_script_schema_is_built_from_the_cast():
 
 def test_both_calls_share_the_system_prompt_and_chapter_prefix():
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
-    write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, style="shoujo manga")
+    write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4, style="shoujo manga")
+    )
     first, second = (call["messages"] for call in llm.calls)
     assert first[0] == second[0] and first[0]["role"] == "system"
     assert "shoujo manga" in first[0]["content"] and "English" in first[0]["content"]
@@ -256,18 +265,24 @@ def test_both_calls_share_the_system_prompt_and_chapter_prefix():
 def test_sampling_is_passed_to_every_call():
     greedy = Sampling(temperature=0.0, top_k=1)
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
-    write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, sampling=greedy)
+    write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4, sampling=greedy)
+    )
     assert [call["sampling"] for call in llm.calls] == [greedy, greedy]
 
 
 def test_chinese_and_japanese_prompts():
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
-    write_screenplay(llm, "雨落在空无一人的车站。", dialogue_from="free", language="zh", panels=3, dialogue=4)
+    write_screenplay(
+        llm,
+        "雨落在空无一人的车站。",
+        ScreenplayRequest(dialogue_from="free", language="zh", panels=3, dialogue=4),
+    )
     assert "简体中文" in llm.calls[0]["messages"][0]["content"]
     assert "第 1 步" in llm.calls[0]["messages"][2]["content"]
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
     sp = write_screenplay(
-        llm, "雨の駅。", dialogue_from="free", language="ja", panels=3, dialogue=4
+        llm, "雨の駅。", ScreenplayRequest(dialogue_from="free", language="ja", panels=3, dialogue=4)
     ).screenplay
     assert "日本語" in llm.calls[0]["messages"][0]["content"] and sp.language == "ja"
     assert "ステップ 1/2" in llm.calls[0]["messages"][2]["content"]
@@ -280,7 +295,7 @@ def test_duplicate_cast_ids_get_a_suffix_and_the_narrator_is_left_out():
     cast_ids = ["akira", "akira_2"]
     renamed = json.loads(json.dumps(script(["p1", "p1", "p2", "p3"])).replace('"mei"', '"akira_2"'))
     llm = FakeScriptedLLM(bad, renamed)
-    result = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+    result = write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     assert [a.call for a in result.attempts] == ["screenplay cast", "screenplay script"]
     assert [c.id for c in result.screenplay.characters] == cast_ids
     assert [c.name for c in result.screenplay.characters] == [c["name"] for c in CAST["characters"]]
@@ -295,7 +310,7 @@ def test_a_repeated_name_is_merged_without_a_retry(caplog):
     bad["characters"].append({"id": "akira_k", "name": " AKIRA\u3000", "appearance": "the same boy again"})
     llm = FakeScriptedLLM(bad, script(["p1", "p1", "p2", "p3"]))
     with caplog.at_level("INFO", logger="mangaka.structured"):
-        result = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+        result = write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     assert [a.call for a in result.attempts] == ["screenplay cast", "screenplay script"]  # no retry
     assert [c.id for c in result.screenplay.characters] == ["akira", "mei"]
     assert result.screenplay.characters[0].appearance == CAST["characters"][0]["appearance"]
@@ -317,7 +332,7 @@ def test_padded_strings_are_trimmed_and_props_listed_twice_once():
     padded["panels"][0]["props"] = ["umbrella", " Umbrella ", "ticket"]
     padded["panels"][0]["expression"] = "   "
     llm = FakeScriptedLLM(CAST, padded)
-    result = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+    result = write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     assert len(result.attempts) == 2
     sp = result.screenplay
     assert sp.title == "The Last Train"
@@ -333,7 +348,7 @@ def test_a_repeated_name_that_needs_judgment_is_still_retried():
     bad = copy.deepcopy(CAST)
     bad["characters"][1]["name"] = " "
     llm = FakeScriptedLLM(bad, CAST, script(["p1", "p1", "p2", "p3"]))
-    result = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+    result = write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     assert [a.call for a in result.attempts] == ["screenplay cast"] * 2 + ["screenplay script"]
     feedback = llm.calls[1]["messages"][-1]["content"]
     assert "characters[1].name: is blank; give the name as the chapter writes it" in feedback
@@ -344,7 +359,7 @@ def test_a_script_referring_to_unknown_ids_is_retried():
     bad["dialogue"][0]["speaker"] = "kenji"  # a backend that ignored the grammar
     bad["panels"][0]["characters"] = ["kenji"]
     llm = FakeScriptedLLM(CAST, bad, script(["p1", "p1", "p2", "p3"]))
-    write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+    write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     feedback = llm.calls[2]["messages"][-1]["content"]
     assert "dialogue[0].speaker: 'kenji' is not one of" in feedback
     assert "panels[0].characters[0]: 'kenji' is not one of" in feedback
@@ -354,14 +369,16 @@ def test_a_blank_line_is_retried():
     bad = script(["p1", "p1", "p2", "p3"])
     bad["dialogue"][2]["line"] = "  "
     llm = FakeScriptedLLM(CAST, bad, script(["p1", "p1", "p2", "p3"]))
-    write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+    write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     assert "dialogue[2].line: is blank; write the words" in llm.calls[2]["messages"][-1]["content"]
 
 
 def test_a_failing_script_call_reports_the_cast_attempts_too():
     llm = FakeScriptedLLM(CAST, cut('{"title": "x'), cut('{"title": "x'))
     with pytest.raises(InvalidOutputError, match=r"screenplay script: .* all 2 tries") as info:
-        write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, max_attempts=2)
+        write_screenplay(
+            llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4, max_attempts=2)
+        )
     assert [a["call"] for a in info.value.attempts] == [
         "screenplay cast",
         "screenplay script",
@@ -375,7 +392,9 @@ def test_a_known_cast_skips_the_cast_call():
         {"id": "mei", "name": "Mei", "appearance": "girl"},
     ]
     llm = FakeScriptedLLM(script(["p1", "p1", "p2", "p3"]))
-    sp = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, cast=known).screenplay
+    sp = write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4), cast=known
+    ).screenplay
     assert len(llm.calls) == 1 and [c.id for c in sp.characters] == ["akira", "mei"]
 
 
@@ -387,7 +406,9 @@ def test_a_bible_is_shown_to_the_cast_call_and_its_known_names_keep_their_ids():
     )
     hero_script = json.loads(json.dumps(script(["p1", "p1", "p2", "p3"])).replace('"akira"', '"hero"'))
     llm = FakeScriptedLLM(CAST, hero_script)
-    sp = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, bible=bible).screenplay
+    sp = write_screenplay(
+        llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4), bible=bible
+    ).screenplay
     cast_prompt = llm.calls[0]["messages"][-1]["content"]
     assert "already known" in cast_prompt and "- hero: AKIRA  — bible look" in cast_prompt
     assert llm.calls[1]["schema"]["$defs"]["panel_characters"]["items"]["enum"] == ["hero", "mei"]
@@ -395,13 +416,19 @@ def test_a_bible_is_shown_to_the_cast_call_and_its_known_names_keep_their_ids():
     assert (hero.id, hero.name, hero.appearance) == ("hero", "AKIRA ", "bible look")
     assert {d.speaker for d in sp.dialogue} <= {"hero", "mei", "narrator"}
     # the cast call alone (a book's first pass), and a given cast mapped onto the bible
-    cast = write_cast(FakeScriptedLLM(CAST), CHAPTER, dialogue_from="free", bible=bible).value
+    cast = write_cast(
+        FakeScriptedLLM(CAST), CHAPTER, ScreenplayRequest(dialogue_from="free"), bible=bible
+    ).value
     assert [c.id for c in cast] == ["hero", "mei"]
     known = [Character(id="akira", name="Akira", appearance="boy")]
     llm = FakeScriptedLLM(hero_script)
     with pytest.raises(InvalidOutputError):  # mei is not in the given cast: the script is refused
         write_screenplay(
-            llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, cast=known, bible=bible, max_attempts=1
+            llm,
+            CHAPTER,
+            ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4, max_attempts=1),
+            cast=known,
+            bible=bible,
         )
     assert llm.calls[0]["schema"]["$defs"]["panel_characters"]["items"]["enum"] == ["hero"]
 
@@ -419,14 +446,17 @@ def test_a_bible_is_shown_to_the_cast_call_and_its_known_names_keep_their_ids():
 )
 def test_a_bad_known_cast_is_an_input_error(cast: list[dict[str, Any]], message: str):
     with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        write_screenplay(FakeScriptedLLM(), CHAPTER, cast=cast)
+        write_screenplay(FakeScriptedLLM(), CHAPTER, ScreenplayRequest(), cast=cast)
 
 
 def test_progress_counts_both_calls_against_one_total():
     seen: list[tuple[int, int]] = []
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
     write_screenplay(
-        llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4, on_progress=lambda d, t: seen.append((d, t))
+        llm,
+        CHAPTER,
+        ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4),
+        context=CallContext(on_progress=lambda d, t: seen.append((d, t))),
     )
     assert len(seen) == 2
     (cast_done, _), (script_done, script_total) = seen
@@ -437,7 +467,7 @@ def test_progress_counts_both_calls_against_one_total():
 def test_context_overflow_propagates_unchanged():
     error = ContextOverflowError("the prompt is 40000 tokens; the context is 32768", 40000, 32768)
     with pytest.raises(ContextOverflowError) as info:
-        write_screenplay(FakeScriptedLLM(error), CHAPTER * 100)
+        write_screenplay(FakeScriptedLLM(error), CHAPTER * 100, ScreenplayRequest())
     assert info.value.prompt_tokens == 40000
 
 
@@ -445,7 +475,9 @@ def test_the_chapter_is_passed_whole():
     chapter = "\n".join(f"Paragraph {i}: " + "word " * 50 for i in range(200))
     llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]), n_ctx=200_000)
     # it fits: one call
-    write_screenplay(llm, chapter, dialogue_from="free", panels=3, dialogue=4, scene_chars=0)
+    write_screenplay(
+        llm, chapter, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4, scene_chars=0)
+    )
     assert chapter.strip() in llm.calls[0]["messages"][1]["content"]
     assert chapter.strip() in llm.calls[1]["messages"][1]["content"]
 
@@ -477,36 +509,49 @@ def test_inputs_are_checked_before_any_call(kwargs: dict[str, Any], message: str
     args = {"chapter": CHAPTER, **kwargs}
     chapter = args.pop("chapter")
     with pytest.raises(InputError, match=message):
-        write_screenplay(llm, chapter, **args)
+        write_screenplay(llm, chapter, ScreenplayRequest(**args))
     assert llm.calls == []
 
 
-def test_one_call_context_reaches_every_call_and_the_shorthands_mean_the_same():
-    seen: dict[str, list[tuple[int, int]]] = {"context": [], "shorthand": []}
-    for how in seen:
-        llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
-        report = seen[how].append
-        if how == "context":
-            write_screenplay(
-                llm,
-                CHAPTER,
-                dialogue_from="free",
-                panels=3,
-                dialogue=4,
-                context=CallContext(lambda d, t, report=report: report((d, t))),
-            )
-        else:
-            write_screenplay(
-                llm,
-                CHAPTER,
-                dialogue_from="free",
-                panels=3,
-                dialogue=4,
-                on_progress=lambda d, t, report=report: report((d, t)),
-            )
-    assert seen["context"] == seen["shorthand"] and len(seen["context"]) == 2
-    with pytest.raises(TypeError, match="either a context or on_progress/cancel"):
-        write_screenplay(FakeScriptedLLM(), CHAPTER, context=CallContext(), cancel=lambda: False)
+def test_one_call_context_reaches_every_call():
+    """One progress report per call (cast, script), through the one context the caller gives."""
+    seen: list[tuple[int, int]] = []
+    llm = FakeScriptedLLM(CAST, script(["p1", "p1", "p2", "p3"]))
+    request = ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4)
+    write_screenplay(llm, CHAPTER, request, context=CallContext(lambda d, t: seen.append((d, t))))
+    assert len(seen) == 2 and all(0 < done <= total for done, total in seen), seen
+
+
+def test_the_engine_has_one_calling_convention():
+    """No engine call takes a context and the loose on_progress/cancel beside it, or a request and
+    its options beside it: one form of each argument (the signatures are inspected)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import mangaka
+
+    two_forms = []
+    for info in pkgutil.walk_packages(mangaka.__path__, "mangaka."):
+        if ".devtools" in info.name or info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            functions = [obj] if inspect.isfunction(obj) else []
+            if inspect.isclass(obj):
+                functions = [f for f in vars(obj).values() if inspect.isfunction(f)]
+            for func in functions:
+                if getattr(func, "__module__", None) != info.name:
+                    continue
+                params = inspect.signature(func).parameters
+                if "context" in params and ({"on_progress", "cancel"} & set(params)):
+                    two_forms.append(f"{info.name}.{func.__qualname__}: context and on_progress/cancel")
+                var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
+                if "request" in params and var_kw:
+                    two_forms.append(f"{info.name}.{func.__qualname__}: request and **options")
+    assert two_forms == []
+    with pytest.raises(TypeError, match="request must be a ScreenplayRequest"):
+        write_screenplay(FakeScriptedLLM(), CHAPTER, {"panels": 3})  # type: ignore[arg-type]
 
 
 def test_a_cancelled_context_stops_before_the_first_try():
@@ -524,7 +569,7 @@ def test_a_lone_surrogate_from_a_server_without_the_grammar_is_retried_with_feed
     bad_cast = copy.deepcopy(CAST)
     bad_cast["characters"][0]["name"] = "Akira\udfff"
     llm = FakeScriptedLLM(bad_cast, CAST, bad, script(["p1", "p2", "p2", "p3"]))
-    result = write_screenplay(llm, CHAPTER, dialogue_from="free", panels=3, dialogue=4)
+    result = write_screenplay(llm, CHAPTER, ScreenplayRequest(dialogue_from="free", panels=3, dialogue=4))
     assert [bool(a.problems) for a in result.attempts] == [True, False, True, False]
     assert result.attempts[0].problems == [
         "characters[0].name: holds a lone surrogate (\\udfff), which is not a character; "

@@ -11,6 +11,7 @@ from typing import Any
 
 from ... import procs
 from ...demo import DEMO_CHAPTER
+from ...llm.base import CallContext
 from .common import (
     CAST_SCHEMA_CHARACTERS,
     QWEN35_VOCAB,
@@ -41,11 +42,16 @@ def constrained_vs_free(
     out: dict[str, list[float]] = {"free": [], "ours": [], "builtin": []}
     for _ in range(repeats):
         clock = Clock()
-        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, on_progress=clock)
+        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, context=CallContext(on_progress=clock))
         out["free"].append(clock.rate())
         clock = Clock()
         llm.complete(
-            messages, schema=schema, sampling=greedy, max_tokens=n_tokens, on_progress=clock, engine=engine
+            messages,
+            schema=schema,
+            sampling=greedy,
+            max_tokens=n_tokens,
+            engine=engine,
+            context=CallContext(on_progress=clock),
         )
         out["ours"].append(clock.rate())
         raw.reset()
@@ -100,8 +106,8 @@ def jump_forward(
                     schema=None if name == "free" else schema,
                     sampling=greedy,
                     max_tokens=n_tokens,
-                    on_progress=clock,
                     engine="llguidance",
+                    context=CallContext(on_progress=clock),
                 )
                 rates[name].append(clock.rate())
                 texts[name] = done.text
@@ -142,11 +148,16 @@ def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | N
     free, ours, builtin = [], [], []
     for _ in range(repeats):
         clock = Clock()
-        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, on_progress=clock)
+        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, context=CallContext(on_progress=clock))
         free.append(clock.per_token_ms())
         clock = Clock()
         llm.complete(
-            messages, schema=schema, sampling=greedy, max_tokens=n_tokens, on_progress=clock, engine=engine
+            messages,
+            schema=schema,
+            sampling=greedy,
+            max_tokens=n_tokens,
+            engine=engine,
+            context=CallContext(on_progress=clock),
         )
         ours.append(clock.per_token_ms())
         raw.reset()
@@ -225,7 +236,9 @@ def free_vs_llama_bench(
     rates, ceiling = [], []
     for _ in range(repeats):  # interleaved, so a change in the machine's load hits both alike
         clock = Clock()
-        llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens, on_progress=clock)
+        llm.complete(
+            messages, sampling=PRESETS["greedy"], max_tokens=n_tokens, context=CallContext(on_progress=clock)
+        )
         rates.append(clock.rate())
         tg_once = _llama_bench_tg(model, threads, gpu_layers, n_tokens)
         if tg_once is None:

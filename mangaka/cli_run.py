@@ -46,35 +46,32 @@ if TYPE_CHECKING:
 log = logging.getLogger("mangaka")
 
 MAX_CONCURRENCY = 64  # as the Remote LLM node
-# The engine's names for a value → the option that sets it, to name the option in a message.
+# The engine's field for a value → the option that sets it, to name the option in a message.
 REQUEST_FLAGS = {
     "panels": "--panels",
     "dialogue": "--dialogue",
     "max_attempts": "--attempts",
     "think_tokens": "--think",
     "seed": "--seed",
-    "sampling preset": "--sampling",
+    "sampling": "--sampling",
     "language": "--language",
     "prompt_language": "--prompt-language",
     "scene_chars": "--scene-chars",
     "dialogue_from": "--dialogue-from",
 }
 LOAD_FLAGS = {
-    "context (n_ctx)": "--ctx",
-    "gpu_layers (n_gpu_layers)": "--gpu-layers",
-    "threads (n_threads)": "--threads",
+    "n_ctx": "--ctx",
+    "n_gpu_layers": "--gpu-layers",
+    "n_threads": "--threads",
     "flash_attn": "--flash-attn",
 }
 STORYBOARD_SUFFIX = ".storyboard"
 
 
 def _as_option(exc: InputError, flags: Mapping[str, str]) -> InputError:
-    """``exc`` with the engine's name for the value replaced by the option that sets it."""
-    text = str(exc)
-    for name, flag in flags.items():
-        if text.startswith(name + " "):
-            return InputError(flag + text[len(name) :])
-    return exc
+    """``exc`` naming the option that sets its field (``--panels``), when it is about one."""
+    flag = flags.get(exc.field or "")
+    return exc.named(flag) if flag else exc
 
 
 def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:

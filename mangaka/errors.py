@@ -61,7 +61,28 @@ class InvalidOutputError(MangakaError):
 
 
 class InputError(MangakaError):
-    """A user input (chapter text, counts, options) is unusable as given."""
+    """A user input (chapter text, counts, options) is unusable as given.
+
+    ``field``: the option it is about, by the engine's name (``panels``, ``n_ctx``), or None; then
+    ``detail`` is the message without that name, so that the command line and the nodes can name
+    the option their own way (``named("--panels")``, ``named("dialogue_lines")``) instead of
+    matching the message's words.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.detail = detail if detail is not None else message
+
+    @classmethod
+    def about(cls, field: str, detail: str, label: str | None = None) -> InputError:
+        """``<label> <detail>``: an error about the option ``field`` (``label``: how the engine names
+        it in the message, the field itself by default)."""
+        return cls(f"{label or field} {detail}", field=field, detail=detail)
+
+    def named(self, name: str) -> InputError:
+        """The same error, its option called ``name``; unchanged when it is about no option."""
+        return self if self.field is None else InputError.about(self.field, self.detail, name)
 
 
 class Cancelled(MangakaError):

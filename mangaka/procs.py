@@ -59,7 +59,8 @@ def group_alive(pgid: int) -> bool:
 
 def end_group(proc: subprocess.Popen, grace: float = GRACE_S, first: int = signal.SIGTERM) -> None:
     """End every process of ``proc``'s group: ``first`` (SIGTERM), up to ``grace`` seconds for the
-    group to go, then SIGKILL. Safe to call on a group that is already gone; ``proc`` is reaped."""
+    group to go, then SIGKILL, and again up to ``grace`` seconds until none is left. Safe to call
+    on a group that is already gone; ``proc`` is reaped."""
     pgid = proc.pid
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, first)
@@ -71,8 +72,14 @@ def end_group(proc: subprocess.Popen, grace: float = GRACE_S, first: int = signa
             break
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace)
+    # SIGKILL is delivered at once but a busy machine may take a moment to end each process: wait
+    # (up to ``grace``) until none of the group is left, so that nothing runs on after this returns
+    deadline = time.monotonic() + grace
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.05)
+        if (proc.returncode is not None and not group_alive(pgid)) or time.monotonic() >= deadline:
+            break
 
 
 def run(

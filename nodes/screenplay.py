@@ -245,9 +245,8 @@ def _request(
             dialogue_from=DIALOGUE_CHOICES[dialogue],
         )
     except InputError as exc:
-        text = str(exc)
-        if text.startswith("dialogue "):
-            raise InputError("dialogue_lines" + text[len("dialogue") :]) from None
+        if exc.field == "dialogue":  # the widget's name for the request's field
+            raise exc.named("dialogue_lines") from None
         raise
 
 

@@ -46,8 +46,8 @@ def sampling_preset(name: str) -> Sampling:
     try:
         return PRESETS[name]
     except (KeyError, TypeError):
-        raise InputError(
-            f"sampling preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}"
+        raise InputError.about(
+            "sampling", f"{name!r} is unknown; choose one of: {', '.join(PRESETS)}", "sampling preset"
         ) from None
 
 

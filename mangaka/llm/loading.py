@@ -59,11 +59,14 @@ ROLLBACK_ARCHITECTURES = frozenset({"qwen35moe"})
 
 
 def _check_whole(label: str, value: Any, bounds: tuple[int, int], meaning: str = "") -> None:
+    """``label``: the widget's name, then the field's in brackets where they differ
+    (``context (n_ctx)``); the error is about the field."""
     low, high = bounds
+    field = label.split("(")[-1].rstrip(")") if "(" in label else label
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{label} must be a whole number from {low} to {high}, got {value!r}")
+        raise InputError.about(field, f"must be a whole number from {low} to {high}, got {value!r}", label)
     if not low <= value <= high:
-        raise InputError(f"{label} must be from {low} to {high}{meaning}, got {value}")
+        raise InputError.about(field, f"must be from {low} to {high}{meaning}, got {value}", label)
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,8 @@ class LoadOptions:
         _check_whole("batch (n_batch)", self.n_batch, N_BATCH_RANGE, " tokens")
         _check_whole("rollback_tokens", self.rollback_tokens, ROLLBACK_RANGE, " (0 = none)")
         if not isinstance(self.flash_attn, str) or self.flash_attn not in FLASH_ATTN_MODES:
-            raise InputError(
-                f"flash_attn must be one of {', '.join(FLASH_ATTN_MODES)}, not {self.flash_attn!r}"
+            raise InputError.about(
+                "flash_attn", f"must be one of {', '.join(FLASH_ATTN_MODES)}, not {self.flash_attn!r}"
             )
 
     def resolved_threads(self) -> int:

@@ -34,9 +34,9 @@ PROMPT_LANGUAGES = ("en", "zh", "ja")
 def check_count(name: str, value: Any, low: int, high: int) -> int:
     """``value`` as a whole number in ``[low, high]``, or ``InputError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+        raise InputError.about(name, f"must be a whole number from {low} to {high}, got {value!r}")
     if not low <= value <= high:
-        raise InputError(f"{name} must be from {low} to {high}, got {value}")
+        raise InputError.about(name, f"must be from {low} to {high}, got {value}")
     return value
 
 
@@ -45,7 +45,7 @@ def check_count_or_auto(name: str, value: Any, low: int, high: int) -> int | str
     if isinstance(value, str) and value.strip().casefold() == AUTO:
         return AUTO
     if isinstance(value, str):
-        raise InputError(f"{name} must be a whole number from {low} to {high} or 'auto', got {value!r}")
+        raise InputError.about(name, f"must be a whole number from {low} to {high} or 'auto', got {value!r}")
     return check_count(name, value, low, high)
 
 
@@ -97,35 +97,39 @@ class ScreenplayRequest:
         if self.sampling is None:  # callers that pass "no preference"
             object.__setattr__(self, "sampling", DEFAULT_SAMPLING)
         if self.language not in LANGUAGES:
-            raise InputError(
-                f"language {self.language!r} is not supported; choose one of: {', '.join(LANGUAGES)}"
+            raise InputError.about(
+                "language", f"{self.language!r} is not supported; choose one of: {', '.join(LANGUAGES)}"
             )
         object.__setattr__(self, "panels", check_count_or_auto("panels", self.panels, 1, MAX_PANELS))
         object.__setattr__(self, "dialogue", check_count_or_auto("dialogue", self.dialogue, 0, MAX_DIALOGUE))
         check_count("scene_chars", self.scene_chars, 0, MAX_SCENE_CHARS)
         if self.dialogue_from not in DIALOGUE_FROM:
-            raise InputError(
-                f"dialogue_from {self.dialogue_from!r} is not known; choose 'chapter' (the chapter's "
+            raise InputError.about(
+                "dialogue_from",
+                f"{self.dialogue_from!r} is not known; choose 'chapter' (the chapter's "
                 "quoted lines, verbatim) or 'free' (lines in the model's words, for a chapter without "
-                "quote marks)"
+                "quote marks)",
             )
         check_count("max_characters", self.max_characters, 1, MAX_CHARACTERS)
         check_count("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS)
         check_count("think_tokens", self.think_tokens, 0, MAX_THINK_TOKENS)
         if self.prompt_language is not None and self.prompt_language not in PROMPT_LANGUAGES:
-            raise InputError(
-                f"prompt_language {self.prompt_language!r} has no prompts; choose one of: "
-                f"{', '.join(PROMPT_LANGUAGES)} (or leave it unset: the screenplay's own language)"
+            raise InputError.about(
+                "prompt_language",
+                f"{self.prompt_language!r} has no prompts; choose one of: "
+                f"{', '.join(PROMPT_LANGUAGES)} (or leave it unset: the screenplay's own language)",
             )
         if not isinstance(self.style, str) or not self.style.strip():
-            raise InputError("style is empty: name a style, e.g. 'manga' or 'shoujo manga, soft screentones'")
+            raise InputError.about(
+                "style", "is empty: name a style, e.g. 'manga' or 'shoujo manga, soft screentones'"
+            )
         if len(self.style) > MAX_STYLE:
-            raise InputError(f"style is {len(self.style)} characters long; at most {MAX_STYLE}")
+            raise InputError.about("style", f"is {len(self.style)} characters long; at most {MAX_STYLE}")
         if isinstance(self.sampling, str):
             sampling_settings(self.sampling, self.seed)
         elif not isinstance(self.sampling, Sampling):
-            raise InputError(
-                f"sampling must be a preset name or Sampling, got {type(self.sampling).__name__}"
+            raise InputError.about(
+                "sampling", f"must be a preset name or Sampling, got {type(self.sampling).__name__}"
             )
 
     @property

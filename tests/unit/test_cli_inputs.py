@@ -428,3 +428,30 @@ def test_sampling_preset_lists_the_presets():
 
     with pytest.raises(InputError, match=r"choose one of: qwen3\.5-instruct, qwen3\.5-thinking, greedy"):
         sampling_preset("bogus")
+
+
+def test_an_input_error_names_its_field_and_each_caller_names_it_its_own_way():
+    """The engine's error says which option it is about (a field, not words to match); the command
+    line names the flag and the node the widget from that field."""
+    from mangaka.errors import InputError
+    from mangaka.llm.loading import LoadOptions
+    from mangaka.screenplay.models import MAX_PANELS
+    from mangaka.screenplay.request import ScreenplayRequest
+
+    with pytest.raises(InputError) as caught:
+        ScreenplayRequest(panels=0)
+    error = caught.value
+    assert (error.field, str(error)) == ("panels", f"panels must be from 1 to {MAX_PANELS}, got 0")
+    assert str(error.named("--panels")) == f"--panels must be from 1 to {MAX_PANELS}, got 0"
+    assert error.named("--panels").field == "panels"
+    with pytest.raises(InputError) as caught:
+        ScreenplayRequest(dialogue=-1)
+    assert str(caught.value.named("dialogue_lines")).startswith("dialogue_lines must be from 0 to ")
+    with pytest.raises(InputError) as caught:
+        LoadOptions(n_ctx=100)
+    assert caught.value.field == "n_ctx" and str(caught.value).startswith("context (n_ctx) must be from")
+    with pytest.raises(InputError) as caught:
+        ScreenplayRequest(sampling="bogus")
+    assert caught.value.field == "sampling" and str(caught.value).startswith("sampling preset 'bogus'")
+    plain = InputError("the chapter is empty")
+    assert plain.field is None and plain.named("--chapter") is plain

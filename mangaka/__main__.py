@@ -21,28 +21,15 @@ from .export.cli import add_export_arg
 from .llm.loading import FLASH_ATTN_MODES
 from .page.layout import DIRECTIONS
 from .paths import PACK_ROOT
-from .screenplay.models import LANGUAGES
 
 log = logging.getLogger("mangaka")
 
 DEMO_OUTPUT = "demo.screenplay.json"  # in the current folder, with demo.storyboard.png beside it
 
 
-def _count(text: str) -> int | str:
-    """A count option's value: a whole number, else the text as given (``auto``; the request
-    checks it and names the option)."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
 def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
-    from .llm.base import PRESETS
     from .llm.decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD
-    from .screenplay.models import MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
-    from .screenplay.request import DEFAULT_SAMPLING, DIALOGUE_FROM, MAX_ATTEMPTS, PROMPT_LANGUAGES
-    from .screenplay.scenes import DEFAULT_SCENE_CHARS
+    from .screenplay.options import add_request_args
 
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
     p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
@@ -68,52 +55,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
         help="the tokens a schema forces, in one batch: exact = verified, the same output (default); "
         "canonical = unverified, faster, other output; off = one token at a time",
     )
-    p.add_argument(
-        "--panels",
-        type=_count,
-        default=6,
-        help=f"panels, 1 to {MAX_PANELS}, or auto (from the chapter's length); more than "
-        f"{MAX_SCENE_PANELS} are written scene by scene",
-    )
-    p.add_argument(
-        "--dialogue",
-        type=_count,
-        default=8,
-        help=f"dialogue lines, 0 to {MAX_DIALOGUE}, or auto (from the chapter's quoted lines)",
-    )
-    p.add_argument(
-        "--dialogue-from",
-        choices=DIALOGUE_FROM,
-        default="chapter",
-        help="chapter (default): every line is one of the chapter's quoted lines, verbatim, or a "
-        "narrator caption, panels record the paragraphs they draw, the cast is the people the chapter "
-        "names; free: lines in the model's own words (for a chapter without quote marks)",
-    )
-    p.add_argument(
-        "--scene-chars",
-        type=int,
-        default=DEFAULT_SCENE_CHARS,
-        metavar="CHARS",
-        help=f"a chapter longer than this is written scene by scene (default {DEFAULT_SCENE_CHARS}; "
-        "0: only when it does not fit the context)",
-    )
-    p.add_argument("--language", default="en", choices=LANGUAGES)
-    p.add_argument(
-        "--prompt-language",
-        choices=PROMPT_LANGUAGES,
-        help="the language of the Screenwriter's prompts (default: the screenplay's own language)",
-    )
-    p.add_argument("--sampling", default=DEFAULT_SAMPLING, help=f"sampling preset: {', '.join(PRESETS)}")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed, 0 or more")
-    p.add_argument("--attempts", type=int, default=3, help=f"tries before giving up, 1 to {MAX_ATTEMPTS}")
-    p.add_argument(
-        "--think",
-        type=int,
-        default=0,
-        metavar="TOKENS",
-        help="plan the adaptation first, thinking for up to TOKENS tokens (Qwen3.5: 2000-8000); "
-        "the plan is saved beside the screenplay as .thinking.txt (default 0: no plan)",
-    )
+    add_request_args(p)  # the Screenwriter's options, from their declarations (screenplay/options.py)
     if output is not None:
         p.add_argument("-o", "--output", type=Path, help=output)
 

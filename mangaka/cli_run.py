@@ -37,8 +37,9 @@ from .llm.base import LLM, CallContext
 from .llm.inprocess import LoadOptions, check_lora_scale
 from .screenplay.bible import load_series_bible
 from .screenplay.models import Screenplay
+from .screenplay.options import OPTIONS, request_fields_from_args
 from .screenplay.request import ScreenplayRequest, check_chapter, check_count
-from .screenplay.scenes import DEFAULT_SCENE_CHARS, auto_panels
+from .screenplay.scenes import auto_panels
 
 if TYPE_CHECKING:
     from .page.layout import LayoutOptions
@@ -47,18 +48,7 @@ log = logging.getLogger("mangaka")
 
 MAX_CONCURRENCY = 64  # as the Remote LLM node
 # The engine's field for a value → the option that sets it, to name the option in a message.
-REQUEST_FLAGS = {
-    "panels": "--panels",
-    "dialogue": "--dialogue",
-    "max_attempts": "--attempts",
-    "think_tokens": "--think",
-    "seed": "--seed",
-    "sampling": "--sampling",
-    "language": "--language",
-    "prompt_language": "--prompt-language",
-    "scene_chars": "--scene-chars",
-    "dialogue_from": "--dialogue-from",
-}
+REQUEST_FLAGS = {o.field: o.flag for o in OPTIONS.values() if o.flag}
 LOAD_FLAGS = {
     "n_ctx": "--ctx",
     "n_gpu_layers": "--gpu-layers",
@@ -77,18 +67,7 @@ def _as_option(exc: InputError, flags: Mapping[str, str]) -> InputError:
 def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
     """The screenplay options of ``write``, ``demo`` or ``book``, checked."""
     try:
-        return ScreenplayRequest(
-            language=args.language,
-            panels=args.panels,
-            dialogue=args.dialogue,
-            sampling=args.sampling,
-            seed=args.seed,
-            max_attempts=args.attempts,
-            think_tokens=args.think,
-            prompt_language=getattr(args, "prompt_language", None),
-            scene_chars=getattr(args, "scene_chars", DEFAULT_SCENE_CHARS),
-            dialogue_from=getattr(args, "dialogue_from", "chapter"),
-        )
+        return ScreenplayRequest(**request_fields_from_args(args))
     except InputError as exc:
         raise _as_option(exc, REQUEST_FLAGS) from None
 

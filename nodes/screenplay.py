@@ -9,11 +9,12 @@ from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
 from ..mangaka.evaluate import dialogue_kept, fidelity_report
-from ..mangaka.llm.base import PRESETS, CallContext
+from ..mangaka.llm.base import CallContext
 from ..mangaka.llm.inprocess import release_if_asked
 from ..mangaka.screenplay import SeriesBible, write_screenplay
-from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
-from ..mangaka.screenplay.request import DEFAULT_SAMPLING, MAX_THINK_TOKENS, ScreenplayRequest, check_chapter
+from ..mangaka.screenplay.models import MAX_SCENE_PANELS
+from ..mangaka.screenplay.options import OPTIONS
+from ..mangaka.screenplay.request import ScreenplayRequest, check_chapter
 from ..mangaka.screenplay.scenes import AUTO, DEFAULT_SCENE_CHARS
 from . import _comfy, memory
 from .bible import bible_inputs, read_series_bible, series_bible_problem
@@ -28,8 +29,22 @@ AUTO_COUNTS = ("off", "panels", "panels and lines")
 
 
 # The dialogue widget's choices → ScreenplayRequest.dialogue_from.
-DIALOGUE_CHOICES = {"from the chapter": "chapter", "free": "free"}
-DIALOGUE_DEFAULT = "from the chapter"
+DIALOGUE_CHOICES = OPTIONS["dialogue_from"].widget_choices  # the widget's words → the request's
+DIALOGUE_DEFAULT = OPTIONS["dialogue_from"].widget_default
+
+
+def _whole(field: str, **extra):
+    """The widget of a whole-number option, from its declaration (screenplay/options.py)."""
+    o = OPTIONS[field]
+    return io.Int.Input(o.widget, default=o.default, min=o.low, max=o.high, tooltip=o.help, **extra)
+
+
+def _combo(field: str, **extra):
+    """The widget of a choice option, from its declaration."""
+    o = OPTIONS[field]
+    return io.Combo.Input(
+        o.widget, options=list(o.widget_choices), default=o.widget_default, tooltip=o.help, **extra
+    )
 
 
 def _screenwriter_inputs() -> list:
@@ -39,39 +54,14 @@ def _screenwriter_inputs() -> list:
         io.String.Input(
             "chapter", multiline=True, default="", placeholder="Paste a chapter of the novel here"
         ),
-        io.Combo.Input(
-            "language",
-            options=list(LANGUAGES),
-            default="en",
-            tooltip="Language of the dialogue and descriptions",
-        ),
-        io.Int.Input("panels", default=6, min=1, max=MAX_PANELS),
-        io.Int.Input("dialogue_lines", default=8, min=0, max=MAX_DIALOGUE),
-        io.Int.Input("max_characters", default=8, min=1, max=MAX_CHARACTERS),
-        io.Combo.Input(
-            "sampling",
-            options=list(PRESETS),
-            default=DEFAULT_SAMPLING,
-            tooltip="Qwen3.5 model-card presets, or greedy for reproducible drafts",
-        ),
-        io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),
-        io.Int.Input(
-            "max_attempts",
-            default=3,
-            min=1,
-            max=10,
-            tooltip="Tries; an invalid result is retried with the problems fed back",
-        ),
-        io.Int.Input(
-            "think_tokens",
-            default=0,
-            optional=True,  # workflows saved before it existed still run
-            min=0,
-            max=MAX_THINK_TOKENS,
-            step=256,
-            tooltip="Let the model plan the adaptation first, thinking for up to this many tokens "
-            "(Qwen3.5: 2000-8000); the plan guides the screenplay. 0 = no plan",
-        ),
+        _combo("language"),
+        _whole("panels"),
+        _whole("dialogue"),
+        _whole("max_characters"),
+        _combo("sampling"),
+        _whole("seed", control_after_generate=True),
+        _whole("max_attempts"),
+        _whole("think_tokens", optional=True, step=256),  # optional: older workflows still run
         io.Combo.Input(
             "auto_counts",
             options=list(AUTO_COUNTS),
@@ -92,16 +82,7 @@ def _screenwriter_inputs() -> list:
             tooltip="This chapter's number in the book (Split Chapters' numbers): the bible "
             "output records new characters as first seen here",
         ),
-        io.Combo.Input(
-            "dialogue",
-            options=list(DIALOGUE_CHOICES),
-            default=DIALOGUE_DEFAULT,
-            optional=True,
-            tooltip="from the chapter: every line is one of the chapter's quoted lines, verbatim "
-            "(a long one over several balloons), or a narrator caption; panels record the "
-            "paragraphs they draw and the cast is the people the chapter names. free: lines in the "
-            "model's own words (for a chapter that does not mark speech with quote marks)",
-        ),
+        _combo("dialogue_from", optional=True),
     ]
 
 

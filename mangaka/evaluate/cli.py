@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..screenplay.options import OPTIONS
 from ..screenplay.request import DIALOGUE_FROM
 from ..screenplay.scenes import AUTO
 from .goldset import BUILTIN_SET, GoldCase, load_gold_set
@@ -47,21 +48,21 @@ def _count(text: str) -> int | str:
     return AUTO if text.strip().casefold() == AUTO else int(text)
 
 
-# --compare KEY → (the argument it sets, how its value is read). "none" clears a path.
+# --compare KEY → (the argument it sets, how its value is read). "none" clears a path. The
+# Screenwriter's options come from their declarations (screenplay/options.py), keyed by their flag.
 COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "model": ("model", Path),
     "lora": ("lora", Path),
     "lora_scale": ("lora_scale", float),
-    "think": ("think", int),
-    "prompt_language": ("prompt_language", str),
-    "sampling": ("sampling", str),
     "remote": ("remote", str),
     "remote_model": ("remote_model", str),
-    "panels": ("panels", _count),
-    "dialogue": ("dialogue", _count),
-    "dialogue_from": ("dialogue_from", str),
     "ctx": ("ctx", int),
     "jump_forward": ("jump_forward", str),
+    **{
+        o.dest: (o.dest, _count if o.auto else int if o.low is not None else str)
+        for o in OPTIONS.values()
+        if o.flag and o.compare
+    },
 }
 NONE = "none"
 

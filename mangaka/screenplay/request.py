@@ -14,21 +14,19 @@ from typing import Any
 
 from ..errors import InputError
 from ..llm.base import Sampling, sampling_preset
-from .models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
-from .scenes import AUTO, DEFAULT_SCENE_CHARS
-
-MAX_STYLE = 200
-MAX_ATTEMPTS = 10
-MAX_THINK_TOKENS = 32768
-MAX_SEED = 2**31 - 1
-MAX_SCENE_CHARS = 1_000_000
-DEFAULT_SAMPLING = "qwen3.5-instruct"
-# Where dialogue comes from: the chapter's own quoted lines, verbatim (each line one of them or a
-# narrator caption), or the model's own words (the behaviour before source maps; for chapters
-# without quote marks).
-DIALOGUE_FROM = ("chapter", "free")
-# The languages the Screenwriter's prompt files are written in (prompts/screenwriter/*.<lang>.md).
-PROMPT_LANGUAGES = ("en", "zh", "ja")
+from .models import LANGUAGES
+from .options import (  # noqa: F401 - the limits, re-exported where callers look for them
+    DEFAULT_SAMPLING,
+    DIALOGUE_FROM,
+    MAX_ATTEMPTS,
+    MAX_SCENE_CHARS,
+    MAX_SEED,
+    MAX_STYLE,
+    MAX_THINK_TOKENS,
+    OPTIONS,
+    PROMPT_LANGUAGES,
+)
+from .scenes import AUTO
 
 
 def check_count(name: str, value: Any, low: int, high: int) -> int:
@@ -80,29 +78,34 @@ class ScreenplayRequest:
     to a preset name only (``Sampling`` carries its own).
     """
 
-    language: str = "en"
-    panels: int | str = 6  # or "auto": from the chapter's length (screenplay/scenes.py)
-    dialogue: int | str = 8  # or "auto": from the chapter's quoted lines
-    max_characters: int = 8
-    style: str = "manga"
-    sampling: str | Sampling | None = DEFAULT_SAMPLING
-    seed: int = 0
-    max_attempts: int = 3
-    think_tokens: int = 0
-    prompt_language: str | None = None  # the prompts' language; None: the screenplay's own
-    scene_chars: int = DEFAULT_SCENE_CHARS  # a longer chapter is written scene by scene; 0: no limit
-    dialogue_from: str = "chapter"  # DIALOGUE_FROM: the chapter's quotes verbatim, or "free"
+    # Every default, range and choice is declared once, in options.py.
+    language: str = OPTIONS["language"].default
+    panels: int | str = OPTIONS["panels"].default  # or "auto": from the chapter's length (scenes.py)
+    dialogue: int | str = OPTIONS["dialogue"].default  # or "auto": from the chapter's quoted lines
+    max_characters: int = OPTIONS["max_characters"].default
+    style: str = OPTIONS["style"].default
+    sampling: str | Sampling | None = OPTIONS["sampling"].default
+    seed: int = OPTIONS["seed"].default
+    max_attempts: int = OPTIONS["max_attempts"].default
+    think_tokens: int = OPTIONS["think_tokens"].default
+    prompt_language: str | None = OPTIONS["prompt_language"].default  # None: the screenplay's own
+    scene_chars: int = OPTIONS["scene_chars"].default  # a longer chapter is written scene by scene
+    dialogue_from: str = OPTIONS["dialogue_from"].default  # the chapter's quotes verbatim, or "free"
 
     def __post_init__(self) -> None:
         if self.sampling is None:  # callers that pass "no preference"
             object.__setattr__(self, "sampling", DEFAULT_SAMPLING)
+        for o in OPTIONS.values():  # the whole numbers, each in its declared range
+            if o.low is not None and o.auto:
+                object.__setattr__(
+                    self, o.field, check_count_or_auto(o.field, getattr(self, o.field), o.low, o.high)
+                )
+            elif o.low is not None and o.field != "seed":  # the seed: checked with its preset, below
+                check_count(o.field, getattr(self, o.field), o.low, o.high)
         if self.language not in LANGUAGES:
             raise InputError.about(
                 "language", f"{self.language!r} is not supported; choose one of: {', '.join(LANGUAGES)}"
             )
-        object.__setattr__(self, "panels", check_count_or_auto("panels", self.panels, 1, MAX_PANELS))
-        object.__setattr__(self, "dialogue", check_count_or_auto("dialogue", self.dialogue, 0, MAX_DIALOGUE))
-        check_count("scene_chars", self.scene_chars, 0, MAX_SCENE_CHARS)
         if self.dialogue_from not in DIALOGUE_FROM:
             raise InputError.about(
                 "dialogue_from",
@@ -110,9 +113,6 @@ class ScreenplayRequest:
                 "quoted lines, verbatim) or 'free' (lines in the model's words, for a chapter without "
                 "quote marks)",
             )
-        check_count("max_characters", self.max_characters, 1, MAX_CHARACTERS)
-        check_count("max_attempts", self.max_attempts, 1, MAX_ATTEMPTS)
-        check_count("think_tokens", self.think_tokens, 0, MAX_THINK_TOKENS)
         if self.prompt_language is not None and self.prompt_language not in PROMPT_LANGUAGES:
             raise InputError.about(
                 "prompt_language",

@@ -20,6 +20,26 @@ def test_the_chinese_locale_covers_every_node_input_and_output(server):  # noqa:
     assert missing_translations(english(server.object_info()), ZH) == []
 
 
+def test_the_screenwriters_widgets_are_their_declarations(server):  # noqa: F811
+    """Each widget's default, range, choices and tooltip are its option's declaration
+    (``mangaka/screenplay/options.py``): a widget edited by hand in the node fails here."""
+    from mangaka.screenplay.options import OPTIONS
+    from tests.comfy.locales import _choices, _options
+
+    node = server.object_info()["MangakaScreenwriter"]["input"]
+    specs = {**node.get("required", {}), **node.get("optional", {})}
+    for o in OPTIONS.values():
+        if o.widget is None:
+            continue
+        spec = specs[o.widget]
+        got = _options(spec)
+        assert (got.get("default"), got.get("tooltip")) == (o.widget_default, o.help), o.field
+        if o.low is not None:
+            assert (got.get("min"), got.get("max")) == (o.low, o.high), o.field
+        else:
+            assert _choices(spec) == list(o.widget_choices), o.field
+
+
 def test_the_help_pages_are_current(server):  # noqa: F811
     """Regenerate with ``.venv/bin/python tests/comfy/locales.py`` when a node changes."""
     files = generated(server.object_info())

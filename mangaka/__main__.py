@@ -15,11 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import procs
+from .chapters import DEFAULT_MAX_CHARS
 from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
 from .errors import MangakaError
 from .export.cli import add_export_arg
-from .llm.loading import FLASH_ATTN_MODES
-from .page.layout import DIRECTIONS
+from .llm.loading import DEFAULT_N_CTX, FLASH_ATTN_MODES
+from .page.layout import DIRECTIONS, MAX_SIDE, MIN_SIDE
 from .paths import PACK_ROOT
 
 log = logging.getLogger("mangaka")
@@ -37,7 +38,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output:
     p.add_argument(
         "--ctx",
         type=int,
-        default=32768,
+        default=DEFAULT_N_CTX,
         help="context tokens, 512 to 262144 (capped at the model's trained length)",
     )
     p.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU; -1 all (default)")
@@ -259,10 +260,13 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--page", default="A4 300dpi", help="page preset (see docs/pages.md); custom: --width, --height"
     )
-    p.add_argument("--width", type=int, metavar="PX", help="--page custom: the width, 256 to 20000 pixels")
+    p.add_argument(
+        "--width", type=int, metavar="PX", help=f"--page custom: the width, {MIN_SIDE} to {MAX_SIDE} pixels"
+    )
     p.add_argument(
         "--height", type=int, metavar="PX",
-        help="--page custom: the page height, 256 to 20000 pixels (0: a strip, with --direction vertical)",
+        help=f"--page custom: the page height, {MIN_SIDE} to {MAX_SIDE} pixels (0: a strip, with "
+        "--direction vertical)",
     )  # fmt: skip
     p.add_argument("--direction", choices=DIRECTIONS, default="rtl")
     p.add_argument("--panels-per-page", type=int, default=6)
@@ -274,7 +278,7 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("doctor", help="what this machine's llama.cpp can do, and what is wrong")
     p.add_argument("--model", type=Path, help="a GGUF model to check (architecture, memory)")
-    p.add_argument("--ctx", type=int, default=32768, help="context length for the memory estimate")
+    p.add_argument("--ctx", type=int, default=DEFAULT_N_CTX, help="context length for the memory estimate")
     p.add_argument(
         "--checkpoint",
         metavar="FILE_OR_GB",
@@ -313,7 +317,9 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chapters", help="which chapters, e.g. 3-7 or 1,4,6- (default: all)")
     p.add_argument("--out", type=Path, default=Path("book-out"), help="folder for pages and the state file")
     p.add_argument("--chapter-input", help="NODE_ID.INPUT that takes the chapter text (default: found)")
-    p.add_argument("--max-chars", type=int, default=20000, help="chunk size for a book without headings")
+    p.add_argument(
+        "--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="chunk size for a book without headings"
+    )
     p.add_argument(
         "--bible", type=Path,
         help="the series bible, one cast for the whole book: put into each chapter's Screenwriter and "

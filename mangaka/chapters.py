@@ -54,6 +54,8 @@ from itertools import pairwise
 from .book_file import ENCODINGS, read_book  # noqa: F401 - read here since the split
 from .errors import InputError
 
+DEFAULT_MAX_CHARS = 20000  # a book without headings is cut into chunks of at most this many characters
+
 log = logging.getLogger(__name__)
 
 MAX_HEADING_CHARS = 80
@@ -484,7 +486,7 @@ def _merge_short(chapters: list[tuple[str, str, bool]], min_chars: int) -> list[
     return out
 
 
-def split_chapters(text: str, *, max_chars: int = 20000, min_chars: int = 0) -> list[Chapter]:
+def split_chapters(text: str, *, max_chars: int = DEFAULT_MAX_CHARS, min_chars: int = 0) -> list[Chapter]:
     """Split a book into chapters by its headings, or into balanced parts when it has none.
 
     The rules are in this module's docstring. A blank book gives an empty list."""

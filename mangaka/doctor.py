@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, MangakaError, ModelFileError, UnsupportedArchitectureError
+from .llm.loading import DEFAULT_N_CTX
 from .llm.memory import COMFY_INFERENCE_RESERVE, Fit, kv_cache_bytes
 from .llm.native import Device
 
@@ -493,7 +494,7 @@ def _pinned_version() -> str | None:
 
 def diagnose(
     model: Path | None = None,
-    n_ctx: int = 32768,
+    n_ctx: int = DEFAULT_N_CTX,
     system: System | None = None,
     devices: list[Device] | None = None,
     checkpoint: Checkpoint | None = None,

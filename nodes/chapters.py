@@ -6,12 +6,10 @@ import logging
 
 from comfy_api.latest import io
 
-from ..mangaka.chapters import parse_range, split_chapters
+from ..mangaka.chapters import DEFAULT_MAX_CHARS, parse_range, split_chapters
 from ..mangaka.errors import InputError
 
 log = logging.getLogger("mangaka")
-
-DEFAULT_MAX_CHARS = 20000
 
 
 class SplitChapters(io.ComfyNode):

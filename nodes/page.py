@@ -11,6 +11,7 @@ from ..mangaka.errors import InputError
 from ..mangaka.page.layout import (
     DIRECTIONS,
     MAX_PANELS_PER_PAGE,
+    MAX_SIDE,
     PAGE_PRESETS,
     LayoutOptions,
     layout_pages,
@@ -30,9 +31,9 @@ CUSTOM = "custom"
 def _layout_inputs() -> list:
     return [
         io.Combo.Input("page", options=[*PAGE_PRESETS, CUSTOM], default="A4 300dpi"),
-        io.Int.Input("width", default=2480, min=0, max=20000, tooltip="Custom page width in pixels"),
+        io.Int.Input("width", default=2480, min=0, max=MAX_SIDE, tooltip="Custom page width in pixels"),
         io.Int.Input(
-            "height", default=3508, min=0, max=20000, tooltip="Custom page height; 0 = follow the panels"
+            "height", default=3508, min=0, max=MAX_SIDE, tooltip="Custom page height; 0 = follow the panels"
         ),
         io.Combo.Input(
             "direction",

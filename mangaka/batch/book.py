@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from ..chapters import Chapter, parse_range, read_book, split_chapters
+from ..chapters import DEFAULT_MAX_CHARS, Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
 from ..evaluate import dialogue_kept, fidelity_report
 from ..fileio import write_atomic
@@ -57,7 +57,9 @@ class Selection(NamedTuple):
     total: int
 
 
-def select_chapters(book: Path, chapters: str | None = None, *, max_chars: int = 20000) -> Selection:
+def select_chapters(
+    book: Path, chapters: str | None = None, *, max_chars: int = DEFAULT_MAX_CHARS
+) -> Selection:
     """The book's chapters that ``chapters`` (e.g. ``"3-7"``, default all) selects; ``InputError``
     for a book with nothing to adapt or a range outside it. Reads the file, loads no model."""
     text = read_book(book)
@@ -108,7 +110,7 @@ def write_book(
     *,
     concurrency: int = 1,
     chapters: str | None = None,
-    max_chars: int = 20000,
+    max_chars: int = DEFAULT_MAX_CHARS,
     request: ScreenplayRequest | None = None,
     selection: Selection | None = None,
     context: CallContext | None = None,

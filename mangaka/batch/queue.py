@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..chapters import Chapter, parse_range, read_book, split_chapters
+from ..chapters import DEFAULT_MAX_CHARS, Chapter, parse_range, read_book, split_chapters
 from ..errors import InputError, MangakaError
 from ..fileio import write_atomic
 from .client import ComfyClient, ServerError, ServerUnreachable, server_url
@@ -366,7 +366,7 @@ async def run_queue(
     *,
     chapters: str | None = None,
     chapter_input: str | None = None,
-    max_chars: int = 20000,
+    max_chars: int = DEFAULT_MAX_CHARS,
     poll: float = 0.5,
     dead_after: float = 10.0,
     stream: TextIO | None = None,

@@ -388,24 +388,13 @@ def test_a_book_keeps_n_chapters_in_flight_and_resumes(roomy, tmp_path):
         from mangaka.batch.book import write_book
 
         out = tmp_path / "screenplays"
-        done = write_book(
-            llm,
-            book,
-            out,
-            concurrency=3,
-            request=ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"]),
-        )
+        request = ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"])
+        done = write_book(llm, book, out, concurrency=3, request=request)
         assert done.ok and [p.name[:2] for p in done.written] == ["01", "02", "03"]
         assert llm.max_in_flight == 3  # three chapters' requests were at the server at once
         for path in done.written:
             assert validate_screenplay(json.loads(path.read_text(encoding="utf-8"))) == []
-        again = write_book(
-            llm,
-            book,
-            out,
-            concurrency=3,
-            request=ScreenplayRequest(panels=2, dialogue=2, sampling=PRESETS["greedy"]),
-        )
+        again = write_book(llm, book, out, concurrency=3, request=request)
         assert again.written == [] and len(again.skipped) == 3  # a rerun resumes: nothing written twice
     finally:
         s.stop()

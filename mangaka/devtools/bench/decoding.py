@@ -26,34 +26,39 @@ from .common import (
 log = logging.getLogger(__name__)
 
 
+def _free_then_constrained(llm, messages: list, schema: dict, n_tokens: int, engine: str | None) -> tuple:
+    """Greedy decoding of ``n_tokens``, free then constrained to ``schema``: the two clocks."""
+    from ...llm.base import PRESETS
+
+    clocks = Clock(), Clock()
+    llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens, context=CallContext(clocks[0]))
+    llm.complete(
+        messages,
+        schema=schema,
+        sampling=PRESETS["greedy"],
+        max_tokens=n_tokens,
+        engine=engine,
+        context=CallContext(clocks[1]),
+    )
+    return clocks
+
+
 def constrained_vs_free(
     model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int, engine: str | None
 ) -> dict[str, float]:
     """gemma-3-270m: tokens/s free and constrained, ours and llama-cpp-python's response_format."""
-    from ...llm.base import PRESETS
     from ...llm.inprocess import LlamaCppLLM, LoadOptions
     from ...screenplay.schema import cast_call_schema
 
     schema = cast_call_schema(CAST_SCHEMA_CHARACTERS)
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
     messages = [{"role": "user", "content": "List the characters of a story set in a lantern shop, as JSON."}]
-    greedy = PRESETS["greedy"]
     raw = llm.model.llama
     out: dict[str, list[float]] = {"free": [], "ours": [], "builtin": []}
     for _ in range(repeats):
-        clock = Clock()
-        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, context=CallContext(on_progress=clock))
-        out["free"].append(clock.rate())
-        clock = Clock()
-        llm.complete(
-            messages,
-            schema=schema,
-            sampling=greedy,
-            max_tokens=n_tokens,
-            engine=engine,
-            context=CallContext(on_progress=clock),
-        )
-        out["ours"].append(clock.rate())
+        free, ours = _free_then_constrained(llm, messages, schema, n_tokens, engine)
+        out["free"].append(free.rate())
+        out["ours"].append(ours.rate())
         raw.reset()
         rate, _n = stream_rate(
             raw.create_chat_completion(
@@ -129,7 +134,6 @@ def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | N
     """Milliseconds the grammar adds per generated token at Qwen3.5's vocabulary (tiny qwen35moe)."""
     from llama_cpp import LlamaGrammar
 
-    from ...llm.base import PRESETS
     from ...llm.grammar import schema_to_gbnf
     from ...llm.inprocess import LlamaCppLLM, LoadOptions
 
@@ -142,24 +146,13 @@ def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | N
     }
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads))
     messages = [{"role": "user", "content": "Tell a story."}]
-    greedy = PRESETS["greedy"]
     raw = llm.model.llama
     tokens = llm.tokenize_prompt(messages)
     free, ours, builtin = [], [], []
     for _ in range(repeats):
-        clock = Clock()
-        llm.complete(messages, sampling=greedy, max_tokens=n_tokens, context=CallContext(on_progress=clock))
-        free.append(clock.per_token_ms())
-        clock = Clock()
-        llm.complete(
-            messages,
-            schema=schema,
-            sampling=greedy,
-            max_tokens=n_tokens,
-            engine=engine,
-            context=CallContext(on_progress=clock),
-        )
-        ours.append(clock.per_token_ms())
+        free_clock, ours_clock = _free_then_constrained(llm, messages, schema, n_tokens, engine)
+        free.append(free_clock.per_token_ms())
+        ours.append(ours_clock.per_token_ms())
         raw.reset()
         grammar = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
         stamps = []

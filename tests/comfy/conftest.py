@@ -22,6 +22,9 @@ try:
 except ImportError:  # tests/comfy is not a package: pytest put this folder on sys.path instead
     from harness import CHECKOUT, PACK_FOLDER, ComfyInstall, ComfyServer, ComfyUnavailable, find_install
 
+from mangaka.devtools.tiny_models import write_lora, write_model, write_unsupported_model
+from tests.comfy.support import LORA, MODEL
+
 PROBES_FOLDER = "mangaka-test-probes"
 PROBES = CHECKOUT / "tests" / "comfy" / "probes"
 
@@ -62,3 +65,14 @@ def comfy_factory(comfy_install, tmp_path_factory):
 @pytest.fixture(scope="session")
 def comfy(comfy_factory) -> ComfyServer:
     return comfy_factory()
+
+
+@pytest.fixture(scope="module")
+def server(comfy):  # one per test module, as each module used to import it
+    """The session's server with a tiny qwen35moe model and its LoRA in models/LLM and models/llm_loras."""
+    models, loras = comfy.base_dir / "models" / "LLM", comfy.base_dir / "models" / "llm_loras"
+    model = write_model(models / MODEL, "qwen35moe", context_length=32768)
+    write_lora(loras / LORA, model)
+    write_unsupported_model(models / "tiny-qwen99moe.gguf")
+    write_lora(loras / "tiny-qwen3moe-lora.gguf", "qwen3moe")
+    return comfy

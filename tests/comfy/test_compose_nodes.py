@@ -16,7 +16,7 @@ from mangaka.compose import (
     parse_bible_text,
     screenplay_from_text,
 )
-from tests.comfy.test_nodes import server, workflow  # noqa: F401 - the module's server fixture
+from tests.comfy.support import workflow
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_TEXT = (ROOT / "tests" / "unit" / "data" / "golden_screenplay.json").read_text(encoding="utf-8")
@@ -45,13 +45,13 @@ def storyboard_tail(prompts_id: str, prefix: str) -> dict:
     }
 
 
-def saved_images(server, result, node: str = "21") -> list[Path]:  # noqa: F811
+def saved_images(server, result, node: str = "21") -> list[Path]:
     return [
         server.base_dir / "output" / i["subfolder"] / i["filename"] for i in result.outputs[node]["images"]
     ]
 
 
-def test_screenwriter_to_prompts_to_storyboard_draws_every_panel(server):  # noqa: F811
+def test_screenwriter_to_prompts_to_storyboard_draws_every_panel(server):
     prompt = workflow(panels=3, dialogue=2)
     del prompt["3"]
     prompt["10"] = prompts_node({"screenplay": ["2", 0], "json_text": ""})
@@ -71,7 +71,7 @@ def test_screenwriter_to_prompts_to_storyboard_draws_every_panel(server):  # noq
     assert storyboard_progress and storyboard_progress[-1]["value"] == 3
 
 
-def test_raw_text_in_a_code_fence_after_a_think_block(server):  # noqa: F811
+def test_raw_text_in_a_code_fence_after_a_think_block(server):
     raw = "<think>\nPlan the panels first.\n</think>\nHere it is:\n```json\n" + GOLDEN_TEXT + "\n```\nEnjoy!"
     prompt = {"10": prompts_node({"json_text": raw}, style="shoujo", bible=BIBLE)}
     prompt.update(storyboard_tail("10", "mangaka/raw"))
@@ -88,7 +88,7 @@ def test_raw_text_in_a_code_fence_after_a_think_block(server):  # noqa: F811
     assert "lin_mgk" in result.outputs["22"]["text"][1]
 
 
-def test_text_that_is_not_a_screenplay_is_an_error_listing_the_problems(server):  # noqa: F811
+def test_text_that_is_not_a_screenplay_is_an_error_listing_the_problems(server):
     bad = json.loads(GOLDEN_TEXT)
     bad["panels"][0]["characters"] = ["ghost"]
     prompt = {
@@ -104,7 +104,7 @@ def test_text_that_is_not_a_screenplay_is_an_error_listing_the_problems(server):
     assert ok.status == "success", ok.describe()
 
 
-def test_bad_bible_and_unknown_style_are_readable_400s(server):  # noqa: F811
+def test_bad_bible_and_unknown_style_are_readable_400s(server):
     status, body = server.post_prompt(
         {
             "10": prompts_node({"json_text": GOLDEN_TEXT}, bible="{not json"),

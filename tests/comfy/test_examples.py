@@ -30,7 +30,7 @@ from tests.comfy.browser import VIRTUAL_TYPES, ComfyPage, require_browser
 from tests.comfy.examples import EXAMPLES, SPECS, twin_path
 from tests.comfy.harness import write_tiny_checkpoint
 from tests.comfy.probes import TINT, tag_colour
-from tests.comfy.test_nodes import MODEL, server  # noqa: F401 - the module's server fixture
+from tests.comfy.support import MODEL, tiny_prompt, twin
 
 NAMES = sorted(SPECS)
 
@@ -39,12 +39,8 @@ def ui(name: str) -> dict:
     return json.loads((EXAMPLES / f"{name}.json").read_text(encoding="utf-8"))
 
 
-def twin(name: str) -> dict:
-    return json.loads(twin_path(name).read_text(encoding="utf-8"))
-
-
 @pytest.fixture(scope="module")
-def page(server, tmp_path_factory):  # noqa: F811
+def page(server, tmp_path_factory):
     require_browser()
     with ComfyPage(server.url) as opened:
         yield opened
@@ -58,7 +54,7 @@ def test_each_example_has_a_thumbnail_and_a_twin():
         assert twin_path(name).is_file()
 
 
-def test_every_node_type_of_every_example_is_registered(server):  # noqa: F811
+def test_every_node_type_of_every_example_is_registered(server):
     info = server.object_info()
     for name in NAMES:
         types = {node["type"] for node in ui(name)["nodes"]} - VIRTUAL_TYPES
@@ -66,7 +62,7 @@ def test_every_node_type_of_every_example_is_registered(server):  # noqa: F811
         assert {node["class_type"] for node in twin(name).values()} <= set(info)
 
 
-def test_the_template_browser_lists_the_examples(server):  # noqa: F811
+def test_the_template_browser_lists_the_examples(server):
     listed = server.get_json("/api/workflow_templates")
     assert sorted(listed.get("comfyui-mangaka", [])) == sorted(p.stem for p in EXAMPLES.glob("*.json")), (
         listed
@@ -88,19 +84,8 @@ def test_example_loads_in_the_browser_and_its_twin_is_current(page, name, tmp_pa
         assert image.width > 300 and image.height > 200
 
 
-def _tiny(prompt: dict, panels: int = 2) -> dict:
-    for node in prompt.values():
-        if node["class_type"] == "MangakaLoadLLM":
-            node["inputs"].update(model=MODEL, threads=1, gpu_layers=0)
-        if node["class_type"] == "MangakaScreenwriter":
-            node["inputs"].update(panels=panels, dialogue_lines=2, max_characters=3, sampling="greedy")
-        if node["class_type"] == "MangakaSeriesCast":
-            node["inputs"].update(max_characters=3, sampling="greedy")
-    return prompt
-
-
-def test_storyboard_example_runs_end_to_end_and_yields_pages(server):  # noqa: F811
-    result = server.run_prompt(_tiny(twin("storyboard")), timeout=300)
+def test_storyboard_example_runs_end_to_end_and_yields_pages(server):
+    result = server.run_prompt(tiny_prompt(twin("storyboard")), timeout=300)
     assert result.status == "success", result.describe()
     saves = [n for n, node in twin("storyboard").items() if node["class_type"] == "SaveImage"]
     pages = result.outputs[saves[0]]["images"]
@@ -109,8 +94,8 @@ def test_storyboard_example_runs_end_to_end_and_yields_pages(server):  # noqa: F
         assert image.size == (2480, 3508)
 
 
-def test_book_batch_example_gives_every_chapter_its_pages_in_one_run(server):  # noqa: F811
-    prompt = _tiny(twin("book_batch"))
+def test_book_batch_example_gives_every_chapter_its_pages_in_one_run(server):
+    prompt = tiny_prompt(twin("book_batch"))
     result = server.run_prompt(prompt, timeout=600)
     assert result.status == "success", result.describe()
     split = next(k for k, v in prompt.items() if v["class_type"] == "MangakaSplitChapters")
@@ -122,7 +107,7 @@ def test_book_batch_example_gives_every_chapter_its_pages_in_one_run(server):  #
 def _book_with_bible(bible: str = "") -> dict:
     """``book_batch`` on the tiny model, a starting bible typed into Series Cast, and a preview of
     every chapter's screenplay JSON (node 920)."""
-    prompt = _tiny(twin("book_batch"))
+    prompt = tiny_prompt(twin("book_batch"))
     prompt[_of(prompt, "MangakaSeriesCast")]["inputs"]["bible"] = bible
     prompt["920"] = {
         "class_type": "PreviewAny",
@@ -131,7 +116,7 @@ def _book_with_bible(bible: str = "") -> dict:
     return prompt
 
 
-def _run_book(server, prompt: dict) -> tuple[SeriesBible, list[dict]]:  # noqa: F811
+def _run_book(server, prompt: dict) -> tuple[SeriesBible, list[dict]]:
     """The saved series bible and each chapter's screenplay of one book_batch run."""
     result = server.run_prompt(prompt, timeout=600)
     assert result.status == "success", result.describe()
@@ -156,7 +141,7 @@ def _check_one_cast(bible: SeriesBible, screenplays: list[dict]) -> None:
     assert all(len(ids) == 1 for ids in ids_of_name.values()), ids_of_name
 
 
-def test_book_batch_keeps_one_cast_across_its_chapters_and_a_hand_edit(server):  # noqa: F811
+def test_book_batch_keeps_one_cast_across_its_chapters_and_a_hand_edit(server):
     """Series Cast reads the three chapters' casts into one bible; each chapter's Screenwriter
     writes with it, and Save Series Bible saves one bible holding every chapter's people. Then a
     person edits an entry of the saved bible (``edited``, a new look) and starts the book from it:
@@ -186,14 +171,14 @@ def test_book_batch_keeps_one_cast_across_its_chapters_and_a_hand_edit(server): 
     assert shown, "no run showed an edited person"
 
 
-def test_manga_page_without_its_checkpoint_is_refused_naming_it(server):  # noqa: F811
-    status, body = server.post_prompt(_tiny(twin("manga_page")))
+def test_manga_page_without_its_checkpoint_is_refused_naming_it(server):
+    status, body = server.post_prompt(tiny_prompt(twin("manga_page")))
     assert status == 400
     assert "sd_xl_base_1.0.safetensors" in json.dumps(body)
 
 
 @pytest.fixture(scope="module")
-def tiny_checkpoint(server):  # noqa: F811
+def tiny_checkpoint(server):
     """A random-weight SD1.5 checkpoint in this server's models/checkpoints (tiny_checkpoint.py)."""
     return write_tiny_checkpoint(server)
 
@@ -214,7 +199,7 @@ def _of(prompt: dict, class_type: str) -> str:
 
 def _sampled(prompt: dict, checkpoint: str, panels: int) -> dict:
     """The example on the tiny models: the test checkpoint, a 64×96 latent, two sampler steps."""
-    _tiny(prompt, panels=panels)
+    tiny_prompt(prompt, panels=panels)
     for node in prompt.values():
         if node["class_type"] == "CheckpointLoaderSimple":
             node["inputs"]["ckpt_name"] = checkpoint
@@ -265,7 +250,7 @@ def _colour_in(page: Image.Image, frame: dict, candidates: range) -> int:
     return best
 
 
-def _check_placement(server, result, prompt: dict, chapters: list[int]) -> None:  # noqa: F811
+def _check_placement(server, result, prompt: dict, chapters: list[int]) -> None:
     """Every frame of every saved page shows the image drawn for its panel id, in its chapter."""
     ids = result.outputs["912"]["text"]  # panel ids in the order the sampler drew them
     assert len(ids) == sum(chapters)
@@ -309,7 +294,7 @@ def _check_progress(result, prompt: dict, busy: tuple[str, ...]) -> None:
         assert nodes <= with_bars, (class_type, sorted(with_bars))
 
 
-def _check_saved_manga(server, shown: dict, page: Image.Image) -> None:  # noqa: F811
+def _check_saved_manga(server, shown: dict, page: Image.Image) -> None:
     """Save Manga wrote a CBZ, an EPUB and a PDF of the page into the output folder, and says so: the
     CBZ opens in comictagger's comicapi as right-to-left manga holding the page's own pixels."""
     from comicapi.comicarchive import ComicArchive
@@ -328,7 +313,7 @@ def _check_saved_manga(server, shown: dict, page: Image.Image) -> None:  # noqa:
     assert (folder / names[2]).read_bytes().startswith(b"%PDF-")
 
 
-def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoint):  # noqa: F811
+def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoint):
     """The example as shipped, with a real checkpoint (random weights), a real KSampler and VAE
     Decode: one queued run samples once per panel, and Compose Page puts each image in its
     panel's frame by panel id even when the images arrive reversed (the probe tints the k-th
@@ -349,7 +334,7 @@ def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoin
 def _book_with_a_sampler(checkpoint: str, chapters: str) -> dict:
     """``book_batch`` with its Storyboard swapped for ``manga_page``'s image half (SD Prompts,
     the checkpoint, text encoders, KSampler, VAE Decode) and the probe before Compose Page."""
-    book = _tiny(twin("book_batch"), panels=3)
+    book = tiny_prompt(twin("book_batch"), panels=3)
     page = _sampled(twin("manga_page"), checkpoint, panels=3)
     half = {k: v for k, v in page.items() if v["class_type"] in IMAGE_HALF}
     rename = {k: f"7{int(k):02d}" for k in half}
@@ -369,7 +354,7 @@ def _book_with_a_sampler(checkpoint: str, chapters: str) -> dict:
 
 
 def test_a_book_with_a_real_sampler_gives_each_chapter_the_images_of_its_own_panels(
-    server,  # noqa: F811
+    server,
     tiny_checkpoint,
 ):
     """Two chapters in one queued run through the real sampler: SD Prompts' lists carry both
@@ -383,7 +368,7 @@ def test_a_book_with_a_real_sampler_gives_each_chapter_the_images_of_its_own_pan
     _check_progress(result, prompt, busy=("MangakaScreenwriter", "KSampler", "MangakaComposePage"))
 
 
-def test_manga_page_queued_from_the_page_shows_its_saved_page(page, server, tiny_checkpoint, tmp_path):  # noqa: F811
+def test_manga_page_queued_from_the_page_shows_its_saved_page(page, server, tiny_checkpoint, tmp_path):
     """The user's path: load manga_page in the browser, pick the models, click Run; the lettered
     page the server saved appears on the Save Image node, loaded by the browser."""
     info = page.load(ui("manga_page"), "manga_page")

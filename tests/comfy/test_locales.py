@@ -11,16 +11,15 @@ import urllib.request
 from tests.comfy.browser import ComfyPage, require_browser
 from tests.comfy.harness import PACK_FOLDER
 from tests.comfy.locales import LOCALES, english, generated, missing_translations
-from tests.comfy.test_nodes import server  # noqa: F401 - the module's server fixture
 
 ZH = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
 
 
-def test_the_chinese_locale_covers_every_node_input_and_output(server):  # noqa: F811
+def test_the_chinese_locale_covers_every_node_input_and_output(server):
     assert missing_translations(english(server.object_info()), ZH) == []
 
 
-def test_the_screenwriters_widgets_are_their_declarations(server):  # noqa: F811
+def test_the_screenwriters_widgets_are_their_declarations(server):
     """Each widget's default, range, choices and tooltip are its option's declaration
     (``mangaka/screenplay/options.py``): a widget edited by hand in the node fails here."""
     from mangaka.screenplay.options import OPTIONS
@@ -40,7 +39,7 @@ def test_the_screenwriters_widgets_are_their_declarations(server):  # noqa: F811
             assert _choices(spec) == list(o.widget_choices), o.field
 
 
-def test_the_help_pages_are_current(server):  # noqa: F811
+def test_the_help_pages_are_current(server):
     """Regenerate with ``.venv/bin/python tests/comfy/locales.py`` when a node changes."""
     files = generated(server.object_info())
     assert len(files) == 2 * len(ZH)  # English and Chinese for every node
@@ -48,7 +47,7 @@ def test_the_help_pages_are_current(server):  # noqa: F811
     assert stale == [], "run .venv/bin/python tests/comfy/locales.py"
 
 
-def test_the_server_serves_the_locale_and_the_help_pages(server):  # noqa: F811
+def test_the_server_serves_the_locale_and_the_help_pages(server):
     i18n = server.get_json("/i18n")
     assert i18n["zh"]["nodeDefs"]["MangakaScreenwriter"]["display_name"] == "编剧"
     for path, first in (
@@ -72,7 +71,7 @@ _CHINESE = """async (pack) => {
 }"""
 
 
-def test_the_page_in_chinese_shows_the_screenwriters_chinese_title_and_help(server, tmp_path):  # noqa: F811
+def test_the_page_in_chinese_shows_the_screenwriters_chinese_title_and_help(server, tmp_path):
     require_browser()
     with ComfyPage(server.url, settings={"Comfy.Locale": "zh"}) as page:
         page.page.evaluate("() => app.graph.clear()")

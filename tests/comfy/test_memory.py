@@ -20,8 +20,7 @@ from mangaka.devtools.tiny_models import write_model
 from mangaka.llm.gguf_info import read_gguf_info
 from mangaka.llm.memory import kv_cache_bytes
 from tests.comfy.harness import CHECKOUT, PACK_FOLDER, checkpoint_sizes, tiny_checkpoint_file
-from tests.comfy.test_examples import _tiny, twin
-from tests.comfy.test_nodes import MODEL, workflow
+from tests.comfy.support import MODEL, tiny_prompt, twin, workflow
 
 CONTEXT = 32768  # manga_page's, and the tiny model's trained length
 RELEASED = re.compile(rf"mangaka: released {re.escape(MODEL)} \((\d+) MB\) for (\S+): (-?\d+) MB free")
@@ -91,7 +90,7 @@ def _pretend_gpu(comfy_factory, double, model, checkpoint, total: int):
 
 
 def _manga_page(server, seed: int) -> dict:
-    prompt = _tiny(copy.deepcopy(twin("manga_page")), panels=3)
+    prompt = tiny_prompt(copy.deepcopy(twin("manga_page")), panels=3)
     for node in prompt.values():
         inputs = node["inputs"]
         if node["class_type"] == "CheckpointLoaderSimple":

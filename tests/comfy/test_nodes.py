@@ -10,69 +10,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mangaka.devtools.tiny_models import write_lora, write_model, write_unsupported_model
 from mangaka.screenplay import validate_screenplay
 from mangaka.screenplay.scenes import auto_dialogue, auto_panels
 from tests.comfy.harness import FINAL_TYPES, RunResult
+from tests.comfy.support import LORA, MODEL, SCHEMA, workflow
 
-ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((ROOT / "schemas" / "screenplay.schema.json").read_text())
-CHAPTER = (ROOT / "prompts" / "samples" / "demo_chapter.en.txt").read_text()
 NODES = ("MangakaLoadLLM", "MangakaScreenwriter", "MangakaStructuredOutput", "MangakaSaveScreenplay")
-MODEL = "tiny-qwen35moe.gguf"
-LORA = "tiny-qwen35moe-lora.gguf"
-
-
-@pytest.fixture(scope="module")
-def server(comfy):
-    """The session's server with a tiny qwen35moe model and its LoRA in models/LLM and models/llm_loras."""
-    models, loras = comfy.base_dir / "models" / "LLM", comfy.base_dir / "models" / "llm_loras"
-    model = write_model(models / MODEL, "qwen35moe", context_length=32768)
-    write_lora(loras / LORA, model)
-    write_unsupported_model(models / "tiny-qwen99moe.gguf")
-    write_lora(loras / "tiny-qwen3moe-lora.gguf", "qwen3moe")
-    return comfy
 
 
 def combo_options(entry: list) -> list[str]:
     """A combo input's choices in /object_info: V3 nodes send ["COMBO", {"options": [...]}]."""
     return entry[1]["options"] if entry[0] == "COMBO" else entry[0]
-
-
-def workflow(chapter: str = CHAPTER, panels: int = 2, dialogue: int = 2, model: str = MODEL, **load) -> dict:
-    return {
-        "1": {
-            "class_type": "MangakaLoadLLM",
-            "inputs": {
-                "model": model,
-                "context": 32768,
-                "gpu_layers": 0,
-                "threads": 1,
-                "flash_attention": "auto",
-                "lora": LORA,
-                "lora_strength": 1.0,
-                **load,
-            },
-        },
-        "2": {
-            "class_type": "MangakaScreenwriter",
-            "inputs": {
-                "llm": ["1", 0],
-                "chapter": chapter,
-                "language": "en",
-                "panels": panels,
-                "dialogue_lines": dialogue,
-                "max_characters": 4,
-                "sampling": "greedy",
-                "seed": 0,
-                "max_attempts": 3,
-            },
-        },
-        "3": {
-            "class_type": "MangakaSaveScreenplay",
-            "inputs": {"screenplay": ["2", 0], "filename_prefix": "mangaka/test"},
-        },
-    }
 
 
 def test_pack_imports_and_registers_its_nodes(server):

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.comfy.test_nodes import server  # noqa: F401 - the module's server fixture
-
 DATA = Path(__file__).resolve().parents[1] / "unit" / "data"
 SCREENPLAYS = {
     "en": (DATA / "golden_screenplay.json").read_text(encoding="utf-8"),
@@ -63,7 +61,7 @@ def compose_prompt(
 
 
 @pytest.mark.parametrize(("language", "vertical"), [("en", False), ("zh", False), ("zh", True)])
-def test_storyboard_to_compose_page_gives_lettered_pages(server, language, vertical):  # noqa: F811
+def test_storyboard_to_compose_page_gives_lettered_pages(server, language, vertical):
     text = SCREENPLAYS[language]
     panels = len(json.loads(text)["panels"])
     result = server.run_prompt(
@@ -83,7 +81,7 @@ def test_storyboard_to_compose_page_gives_lettered_pages(server, language, verti
     assert "glyph" not in report and "do not fit" not in report, report
 
 
-def test_compose_page_without_images_draws_each_card_whole_for_its_frame(server):  # noqa: F811
+def test_compose_page_without_images_draws_each_card_whole_for_its_frame(server):
     """No images connected: each panel's storyboard card is drawn at its frame's size, so the
     frame shows the whole card (its bottom rows included), never a crop of a square card."""
     prompt = compose_prompt(SCREENPLAYS["zh"], "mangaka/cards")
@@ -111,7 +109,7 @@ def test_compose_page_without_images_draws_each_card_whole_for_its_frame(server)
             assert any(sum(rgb.getpixel(p)) < 450 for p in points), (frame, side)
 
 
-def test_an_avoid_mask_reaches_compose_page_and_its_report(server):  # noqa: F811
+def test_an_avoid_mask_reaches_compose_page_and_its_report(server):
     """``avoid`` from a core node (the cards' red channel: white almost everywhere, so no spot is
     free): Compose Page reads one mask per image and names every panel whose balloons could not
     keep off it; a mask count unlike the images' is refused by name."""
@@ -130,7 +128,7 @@ def test_an_avoid_mask_reaches_compose_page_and_its_report(server):  # noqa: F81
     assert "avoid has 1 masks" in result.error["exception_message"]
 
 
-def test_fewer_images_than_panels_draws_empty_frames_and_says_so(server):  # noqa: F811
+def test_fewer_images_than_panels_draws_empty_frames_and_says_so(server):
     result = server.run_prompt(
         compose_prompt(SCREENPLAYS["en"], "mangaka/short", images_from="one"), timeout=180
     )
@@ -139,7 +137,7 @@ def test_fewer_images_than_panels_draws_empty_frames_and_says_so(server):  # noq
     assert "no image for panels p2, p3, p4" in report
 
 
-def test_preview_layout_without_images(server):  # noqa: F811
+def test_preview_layout_without_images(server):
     prompt = {
         "1": {"class_type": "MangakaPreviewLayout", "inputs": {"json_text": SCREENPLAYS["zh"], **LAYOUT}},
         "2": {"class_type": "SaveImage", "inputs": {"images": ["1", 0], "filename_prefix": "mangaka/layout"}},
@@ -149,7 +147,7 @@ def test_preview_layout_without_images(server):  # noqa: F811
     assert len(result.outputs["2"]["images"]) == 2
 
 
-def test_absurd_page_size_is_an_error_naming_the_limits(server):  # noqa: F811
+def test_absurd_page_size_is_an_error_naming_the_limits(server):
     prompt = compose_prompt(SCREENPLAYS["en"], "mangaka/bad")
     prompt["2"]["inputs"]["width"] = 20000
     prompt["2"]["inputs"]["height"] = 20000
@@ -158,7 +156,7 @@ def test_absurd_page_size_is_an_error_naming_the_limits(server):  # noqa: F811
     assert "pixels" in result.error["exception_message"]
 
 
-def test_save_manga_writes_what_is_asked_and_refuses_a_path_outside_the_output_folder(server):  # noqa: F811
+def test_save_manga_writes_what_is_asked_and_refuses_a_path_outside_the_output_folder(server):
     """Compose Page's pages (cards, no images) into Save Manga: only the PDF asked for, at the page's
     physical size, never over an earlier file (a second run takes the next number); a prefix that
     climbs out of the output folder is refused before the run, naming the input."""

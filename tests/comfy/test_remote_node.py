@@ -11,8 +11,8 @@ import pytest
 
 from mangaka.devtools.tiny_models import write_model
 from mangaka.screenplay import validate_screenplay
-from tests.comfy.test_nodes import CHAPTER, SCHEMA, server  # noqa: F401 - the module's server fixture
-from tests.model.test_remote import PyServer
+from tests.comfy.support import CHAPTER, SCHEMA
+from tests.servers import Server as PyServer
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def remote_workflow(url: str, **remote) -> dict:
     }
 
 
-def test_remote_llm_to_screenwriter_to_save_screenplay(server, llm_server):  # noqa: F811
+def test_remote_llm_to_screenwriter_to_save_screenplay(server, llm_server):
     result = server.run_prompt(remote_workflow(llm_server.url), timeout=300)
     assert result.status == "success", result.describe()
     assert [p for p in result.progress if p.get("node") == "2"], "the Screenwriter's progress bar moved"
@@ -67,13 +67,13 @@ def test_remote_llm_to_screenwriter_to_save_screenplay(server, llm_server):  # n
     assert validate_screenplay(data) == []
 
 
-def test_a_key_in_place_of_a_variable_name_is_a_400_that_does_not_echo_it(server, llm_server):  # noqa: F811
+def test_a_key_in_place_of_a_variable_name_is_a_400_that_does_not_echo_it(server, llm_server):
     status, body = server.post_prompt(remote_workflow(llm_server.url, api_key_env="sk-live-123.456"))
     assert status == 400
     assert "NAME of an environment variable" in json.dumps(body) and "sk-live-123" not in json.dumps(body)
 
 
-def test_doctor_node_reports_on_the_server_machine(server):  # noqa: F811
+def test_doctor_node_reports_on_the_server_machine(server):
     prompt = {
         "1": {"class_type": "MangakaDoctor", "inputs": {"model": "tiny-qwen35moe.gguf", "context": 4096}}
     }

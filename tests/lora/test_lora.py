@@ -11,7 +11,6 @@ here, in the pack's own Python, which never imports torch."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from mangaka.llm import inprocess
 from mangaka.llm.base import sampling_preset
 from mangaka.llm.gguf_info import read_gguf_info
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
+from tests.lora.support import lora_python
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLD = ROOT / "mangaka" / "evaluate" / "gold"
@@ -32,15 +32,6 @@ PROMPT = [
 ]
 GREEDY_TOKENS = 12
 TIE = 1e-3  # logits closer than this are a tie (see assert_same_greedy)
-
-
-def lora_python() -> str:
-    python = os.environ.get("MANGAKA_LORA_PYTHON", "")
-    if not python or not Path(python).exists():
-        if os.environ.get("MANGAKA_REQUIRE_LORA") == "1":
-            pytest.fail("MANGAKA_LORA_PYTHON is not set: run the tests with `bash tests/run.sh`")
-        pytest.skip("no LoRA Python (MANGAKA_LORA_PYTHON): run the tests with `bash tests/run.sh`")
-    return python
 
 
 def run(*cmd: str, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ import pytest
 
 from mangaka import procs
 from mangaka.paths import PACK_ROOT
-from tests.lora.test_lora import lora_python
+from tests.lora.support import lora_python
 
 
 def one_step(python: str, products: str) -> dict:

@@ -26,21 +26,8 @@ from mangaka.screenplay import (
     write_cast,
     write_screenplay,
 )
+from tests.model.support import BOOK
 
-BOOK = """The Salt Road
-
-Chapter 1: The Well
-
-Mara drew water from the village well at dawn. "The rope is fraying," she told the goat.
-
-Chapter 2: The Stranger
-
-Mara met a stranger called Ilse at the gate. "Is this the salt road?" Ilse asked. Mara nodded.
-
-Chapter 3: The Market
-
-Mara and Ilse walked to the market together. "Buy only what you can carry," Mara said.
-"""
 REQUEST = ScreenplayRequest(panels=2, dialogue=2, max_characters=3, sampling="greedy", max_attempts=3)
 MARA = {"id": "mara", "name": "Mara", "appearance": "tall woman, grey braid, blue shawl", "edited": True}
 

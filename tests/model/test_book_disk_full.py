@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mangaka.devtools.tiny_models import write_model
-from tests.model.test_book_resume import screenplay_files
+from tests.model.support import screenplay_files
 
 ROOT = Path(__file__).resolve().parents[2]
 # Two short chapters, one panel and one line each: what is tested is the writes, not the writing.

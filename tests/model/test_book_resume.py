@@ -16,14 +16,10 @@ import time
 from pathlib import Path
 
 from mangaka.devtools.tiny_models import write_model
-from tests.model.test_bible import BOOK
+from tests.model.support import BOOK, screenplay_files
 
 ROOT = Path(__file__).resolve().parents[2]
 LOOK = "hand-edited look: tall, grey braid, blue shawl"
-
-
-def screenplay_files(out: Path) -> dict[int, Path]:
-    return {int(p.name[:2]): p for p in sorted(out.glob("[0-9]* *.json"))}
 
 
 def test_a_killed_book_resumes_with_its_bible_and_a_hand_edit(tmp_path):

@@ -20,14 +20,10 @@ from mangaka.errors import (
     SchemaError,
     UnsupportedArchitectureError,
 )
-from mangaka.llm.base import PRESETS, CallContext, Sampling
+from mangaka.llm.base import CallContext, Sampling
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, cached_models, load_model, release_models
 from tests.model.conftest import TRAINED_CONTEXT
-
-GREEDY = PRESETS["greedy"]
-# One thread: tiny models are dominated by thread synchronisation, and CI runs other work beside them.
-SMALL = LoadOptions(n_ctx=1024, n_threads=1)
-USER = [{"role": "user", "content": "Write the next panel."}]
+from tests.model.support import GREEDY, SMALL, USER
 
 
 def _greedy_tokens(llm: LlamaCppLLM, n: int = 12) -> str:

@@ -17,7 +17,7 @@ from mangaka.llm.inprocess import (
     resident_models,
 )
 from mangaka.llm.memory import kv_cache_bytes, recurrent_state_bytes
-from tests.model.test_inprocess import GREEDY, SMALL, USER
+from tests.model.support import GREEDY, SMALL, USER
 
 
 def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):

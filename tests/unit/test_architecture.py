@@ -252,3 +252,17 @@ def test_module_and_function_sizes(rel):
         and not _pending(f"{rel}::{node.name}")
     ]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: " + "; ".join(long)
+
+
+def test_no_test_module_imports_from_another():
+    """Shared fakes, fixtures and helpers live in support modules (``tests/fakes.py``,
+    ``tests/servers.py``, ``tests/*/support.py``) or conftest fixtures, never in a test file."""
+    bad = []
+    for rel in repository_python():
+        if not rel.startswith("tests/"):
+            continue
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.rsplit(".", 1)[-1].startswith("test_"):
+                    bad.append(f"{rel} line {node.lineno}: from {node.module} import …")
+    assert bad == []

@@ -23,7 +23,7 @@ from mangaka.evaluate.runner import (
     summarise,
 )
 from mangaka.screenplay.request import ScreenplayRequest
-from tests.unit.test_evaluate import write_two_character_scene
+from tests.unit.support import write_two_character_scene
 
 
 def args_of(*argv: str) -> argparse.Namespace:

@@ -42,6 +42,7 @@ from mangaka.evaluate.metrics import beat_places, panel_text
 from mangaka.screenplay import Screenplay
 from mangaka.screenplay.schema import SCHEMAS_DIR
 from tests.growth import assert_linear
+from tests.unit.support import write_two_character_scene
 
 REPO = Path(__file__).resolve().parents[2]
 IDS = case_ids(BUILTIN_SET) if BUILTIN_SET.is_dir() else []
@@ -472,23 +473,6 @@ def test_a_chapter_without_a_reference_loads_and_says_it_has_none(gold_copy: tup
 def test_every_builtin_chapter_has_a_reference():
     """So ``test_the_reference_scores_full_marks`` checks every built-in chapter."""
     assert all(load_gold_case(BUILTIN_SET, cid).reference_path is not None for cid in IDS)
-
-
-def write_two_character_scene(folder: Path, cid: str = "scene") -> None:
-    """A chapter of two characters and two quotes, the smallest kind of gold chapter, with no
-    reference screenplay."""
-    text = '"Is the ferry late?" Mara asked.\n\nTomas checked the harbour clock. "Never."\n'
-    gold = {
-        "version": 1, "id": cid, "language": "en", "title": "The Ferry",
-        "characters": [
-            {"id": "mara", "name": "Mara", "aliases": []},
-            {"id": "tomas", "name": "Tomas", "aliases": []},
-        ],
-        "quotes": [{"text": "Is the ferry late?", "speaker": "mara"}, {"text": "Never.", "speaker": "tomas"}],
-        "beats": [{"text": "Tomas says the ferry is never late.", "keywords": ["ferry", "clock"]}],
-    }  # fmt: skip
-    (folder / f"{cid}.txt").write_text(text, encoding="utf-8")
-    (folder / f"{cid}.gold.json").write_text(json.dumps(gold), encoding="utf-8")
 
 
 def test_awrite_two_character_scene_without_a_reference_is_a_gold_chapter(tmp_path: Path):

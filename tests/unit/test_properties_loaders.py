@@ -36,7 +36,7 @@ from mangaka.evaluate.goldset import BUILTIN_SET, GoldCase, load_gold_case, load
 from mangaka.llm.lora import check_manifest, manifest_path, read_manifest, record_eval
 from mangaka.screenplay import Screenplay
 from mangaka.screenplay.bible import SeriesBible, load_series_bible, parse_series_bible
-from tests.unit.test_properties_parse import _paths
+from tests.unit.support import json_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUNDED = settings(
@@ -119,7 +119,7 @@ def mutated(draw: st.DrawFn, valid: Any, fields: list[str]) -> Any:
     the format or an unknown one) or given twice (a key repeated, the last one hostile)."""
     data = copy.deepcopy(valid)
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(data)))
+        path = draw(st.sampled_from(json_paths(data)))
         if not path:
             data = draw(ANY_JSON) if draw(st.integers(0, 9)) == 0 else data  # the whole document
             continue

@@ -24,6 +24,7 @@ from mangaka.screenplay.schema import screenplay_json_schema
 from mangaka.screenplay.validate import load_screenplay, validate_screenplay
 from mangaka.structured import check_schema, schema_problems
 from tests.growth import assert_linear
+from tests.unit.support import json_paths
 
 BOUNDED = settings(
     max_examples=150,
@@ -115,23 +116,12 @@ _json = st.recursive(
 )
 
 
-def _paths(value: Any, path: tuple = ()) -> list[tuple]:
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*path, i))
-    return out
-
-
 @st.composite
 def mutated_screenplays(draw: st.DrawFn) -> Any:
     """The example screenplay with a few places replaced, removed or added to."""
     data = copy.deepcopy(SCREENPLAY)
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(data)))
+        path = draw(st.sampled_from(json_paths(data)))
         if not path:
             continue
         parent = data

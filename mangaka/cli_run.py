@@ -58,18 +58,12 @@ LOAD_FLAGS = {
 STORYBOARD_SUFFIX = ".storyboard"
 
 
-def _as_option(exc: InputError, flags: Mapping[str, str]) -> InputError:
-    """``exc`` naming the option that sets its field (``--panels``), when it is about one."""
-    flag = flags.get(exc.field or "")
-    return exc.named(flag) if flag else exc
-
-
 def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
     """The screenplay options of ``write``, ``demo`` or ``book``, checked."""
     try:
         return ScreenplayRequest(**request_fields_from_args(args))
     except InputError as exc:
-        raise _as_option(exc, REQUEST_FLAGS) from None
+        raise exc.renamed(REQUEST_FLAGS) from None
 
 
 def load_options_from_args(args: argparse.Namespace) -> LoadOptions:
@@ -80,7 +74,7 @@ def load_options_from_args(args: argparse.Namespace) -> LoadOptions:
             n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, flash_attn=args.flash_attn
         )
     except InputError as exc:
-        raise _as_option(exc, LOAD_FLAGS) from None
+        raise exc.renamed(LOAD_FLAGS) from None
 
 
 # ------------------------------------------------------------------------------------- paths

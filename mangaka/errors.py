@@ -3,6 +3,8 @@ what to do about it; nodes show it in ComfyUI as it is."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class MangakaError(Exception):
     """Base of every error the engine raises on purpose."""
@@ -83,6 +85,12 @@ class InputError(MangakaError):
     def named(self, name: str) -> InputError:
         """The same error, its option called ``name``; unchanged when it is about no option."""
         return self if self.field is None else InputError.about(self.field, self.detail, name)
+
+    def renamed(self, names: Mapping[str, str]) -> InputError:
+        """The same error, its option called what ``names`` calls its field (a flag, a widget);
+        unchanged when ``names`` has no name for it."""
+        name = names.get(self.field or "")
+        return self.named(name) if name else self
 
 
 class Cancelled(MangakaError):

@@ -31,6 +31,8 @@ AUTO_COUNTS = ("off", "panels", "panels and lines")
 # The dialogue widget's choices → ScreenplayRequest.dialogue_from.
 DIALOGUE_CHOICES = OPTIONS["dialogue_from"].widget_choices  # the widget's words → the request's
 DIALOGUE_DEFAULT = OPTIONS["dialogue_from"].widget_default
+# The request's fields → the widgets that set them, to name the widget in a message (dialogue_lines).
+WIDGET_NAMES = {o.field: o.widget for o in OPTIONS.values() if o.widget}
 
 
 def _whole(field: str, **extra):
@@ -206,7 +208,7 @@ def _request(
     max_attempts: int,
     think_tokens: int,
     auto_counts: str = "off",
-    dialogue: str = "from the chapter",
+    dialogue: str = DIALOGUE_DEFAULT,
 ) -> ScreenplayRequest:
     """The node's widgets as a checked request; a message names the widget, not the engine's field."""
     if auto_counts not in AUTO_COUNTS:
@@ -226,9 +228,7 @@ def _request(
             dialogue_from=DIALOGUE_CHOICES[dialogue],
         )
     except InputError as exc:
-        if exc.field == "dialogue":  # the widget's name for the request's field
-            raise exc.named("dialogue_lines") from None
-        raise
+        raise exc.renamed(WIDGET_NAMES) from None
 
 
 class SaveScreenplay(io.ComfyNode):

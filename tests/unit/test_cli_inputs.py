@@ -444,6 +444,8 @@ def test_an_input_error_names_its_field_and_each_caller_names_it_its_own_way():
     assert (error.field, str(error)) == ("panels", f"panels must be from 1 to {MAX_PANELS}, got 0")
     assert str(error.named("--panels")) == f"--panels must be from 1 to {MAX_PANELS}, got 0"
     assert error.named("--panels").field == "panels"
+    assert str(error.renamed({"panels": "--panels"})) == str(error.named("--panels"))
+    assert error.renamed({"dialogue": "dialogue_lines"}) is error  # no name for its field: unchanged
     with pytest.raises(InputError) as caught:
         ScreenplayRequest(dialogue=-1)
     assert str(caught.value.named("dialogue_lines")).startswith("dialogue_lines must be from 0 to ")

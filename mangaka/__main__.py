@@ -15,12 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import procs
-from .chapters import DEFAULT_MAX_CHARS
+from .batch.options import BOOK_OPTIONS
 from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
 from .errors import MangakaError
 from .export.cli import add_export_arg
-from .llm.loading import DEFAULT_N_CTX, FLASH_ATTN_MODES
-from .page.layout import DIRECTIONS, MAX_SIDE, MIN_SIDE
+from .llm.options import LOAD_OPTIONS
+from .options import add_flags
+from .page.options import PAGE_OPTIONS
 from .paths import PACK_ROOT
 
 log = logging.getLogger("mangaka")
@@ -29,33 +30,11 @@ DEMO_OUTPUT = "demo.screenplay.json"  # in the current folder, with demo.storybo
 
 
 def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
-    from .llm.decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD
     from .screenplay.options import add_request_args
 
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
     p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
-    p.add_argument("--lora-scale", type=float, default=1.0, help="LoRA strength, -4 to 4 (default 1.0)")
-    p.add_argument(
-        "--ctx",
-        type=int,
-        default=DEFAULT_N_CTX,
-        help="context tokens, 512 to 262144 (capped at the model's trained length)",
-    )
-    p.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU; -1 all (default)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
-    p.add_argument(
-        "--flash-attn",
-        choices=FLASH_ATTN_MODES,
-        default="auto",
-        help="flash attention; auto = on where the device supports it (default)",
-    )
-    p.add_argument(
-        "--jump-forward",
-        choices=JUMP_FORWARD,
-        default=DEFAULT_JUMP_FORWARD,
-        help="the tokens a schema forces, in one batch: exact = verified, the same output (default); "
-        "canonical = unverified, faster, other output; off = one token at a time",
-    )
+    add_flags(p, {k: o for k, o in LOAD_OPTIONS.items() if k != "memory"})  # llm/options.py
     add_request_args(p)  # the Screenwriter's options, from their declarations (screenplay/options.py)
     if output is not None:
         p.add_argument("-o", "--output", type=Path, help=output)
@@ -124,23 +103,19 @@ def cmd_page(args: argparse.Namespace) -> int:
     from .compose import screenplay_from_text
     from .export.cli import export_composed, formats_of
     from .fileio import read_text
-    from .page.layout import text_order
-    from .page.lettering import LetteringOptions
     from .page.render import compose_pages
 
     formats = formats_of(args)
-    layout = page_options(args)
+    layout, lettering_of = page_options(args)  # every option checked before anything is read
     inputs = {"the screenplay": args.screenplay, "the images folder": args.images}
     check_output_folder(args.output, inputs, what="the pages")
     text = read_text(args.screenplay, "screenplay file")
     screenplay = screenplay_from_text(text, source=str(args.screenplay))
     images = read_panel_images(args.images) if args.images else []
-    lettering = LetteringOptions(
-        language=screenplay.language,
-        vertical=args.vertical,
-        direction=text_order(args.direction),
+    lettering, drawing = lettering_of(screenplay.language)
+    composed = compose_pages(
+        screenplay, images, layout=layout, lettering=lettering, cards=not args.images, **drawing
     )
-    composed = compose_pages(screenplay, images, layout=layout, lettering=lettering, cards=not args.images)
     files = save_pages(composed, args.output, args.format)
     for out in files:
         sys.stdout.write(f"{out}\n")
@@ -180,6 +155,7 @@ def cmd_queue(args: argparse.Namespace) -> int:
     from .export.cli import export_queue_folder, formats_of
 
     formats = formats_of(args)
+    BOOK_OPTIONS["max_chars"].check(args.max_chars, "--max-chars")
     result = asyncio.run(
         run_queue(
             args.book,
@@ -257,28 +233,14 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("screenplay", type=Path, help="screenplay JSON (or an LLM reply holding it)")
     p.add_argument("--images", type=Path, help="folder of panel images, one per panel in name order "
                    "(default: storyboard cards)")  # fmt: skip
-    p.add_argument(
-        "--page", default="A4 300dpi", help="page preset (see docs/pages.md); custom: --width, --height"
-    )
-    p.add_argument(
-        "--width", type=int, metavar="PX", help=f"--page custom: the width, {MIN_SIDE} to {MAX_SIDE} pixels"
-    )
-    p.add_argument(
-        "--height", type=int, metavar="PX",
-        help=f"--page custom: the page height, {MIN_SIDE} to {MAX_SIDE} pixels (0: a strip, with "
-        "--direction vertical)",
-    )  # fmt: skip
-    p.add_argument("--direction", choices=DIRECTIONS, default="rtl")
-    p.add_argument("--panels-per-page", type=int, default=6)
-    p.add_argument("--vertical", action="store_true", help="vertical lettering for Chinese/Japanese")
-    p.add_argument("--format", choices=["png", "jpeg"], default="png")
+    add_flags(p, PAGE_OPTIONS, {"width": None, "height": None})  # page/options.py; sizes: --page custom
     p.add_argument("-o", "--output", type=Path, default=Path("pages"), help="folder for the pages")
     add_export_arg(p)
     p.set_defaults(func=cmd_page)
 
     p = sub.add_parser("doctor", help="what this machine's llama.cpp can do, and what is wrong")
     p.add_argument("--model", type=Path, help="a GGUF model to check (architecture, memory)")
-    p.add_argument("--ctx", type=int, default=DEFAULT_N_CTX, help="context length for the memory estimate")
+    add_flags(p, {"n_ctx": LOAD_OPTIONS["n_ctx"]})  # the context the memory estimate is for
     p.add_argument(
         "--checkpoint",
         metavar="FILE_OR_GB",
@@ -296,8 +258,7 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--remote", help="an OpenAI-compatible server's URL instead of --model")
     p.add_argument("--remote-model", default="", help="the model name on that server")
     p.add_argument("--api-key-env", help="NAME of the environment variable holding the server's API key")
-    p.add_argument("--concurrency", type=int, default=1, help="chapters in flight at once, 1 to 64")
-    p.add_argument("--chapters", help="which chapters, e.g. 3-7 (default: all)")
+    add_flags(p, {k: BOOK_OPTIONS[k] for k in ("chapters", "concurrency")}, {"chapters": None})
     p.add_argument(
         "-o", "--out", "--output", dest="out", type=Path, default=Path("screenplays"),
         help="folder for the screenplays (default: screenplays; made if missing)",
@@ -314,12 +275,9 @@ def _add_book_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("book", type=Path, help="the book: a text file (UTF-8, UTF-16 or GB18030)")
     p.add_argument("--workflow", type=Path, required=True, help="API-format workflow JSON")
     p.add_argument("--server", action="append", required=True, help="ComfyUI URL (repeat for several)")
-    p.add_argument("--chapters", help="which chapters, e.g. 3-7 or 1,4,6- (default: all)")
+    add_flags(p, {k: BOOK_OPTIONS[k] for k in ("chapters", "max_chars")}, {"chapters": None})
     p.add_argument("--out", type=Path, default=Path("book-out"), help="folder for pages and the state file")
     p.add_argument("--chapter-input", help="NODE_ID.INPUT that takes the chapter text (default: found)")
-    p.add_argument(
-        "--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="chunk size for a book without headings"
-    )
     p.add_argument(
         "--bible", type=Path,
         help="the series bible, one cast for the whole book: put into each chapter's Screenwriter and "

@@ -32,13 +32,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .batch.book import BIBLE_FILE, Selection, select_chapters
+from .batch.options import BOOK_OPTIONS
 from .errors import InputError, MangakaError
 from .llm.base import LLM, CallContext
 from .llm.inprocess import LoadOptions, check_lora_scale
+from .llm.options import LOAD_OPTIONS
+from .options import fields_from_args, flag_names
+from .page.options import PAGE_OPTIONS
 from .screenplay.bible import load_series_bible
 from .screenplay.models import Screenplay
 from .screenplay.options import OPTIONS, request_fields_from_args
-from .screenplay.request import ScreenplayRequest, check_chapter, check_count
+from .screenplay.request import ScreenplayRequest, check_chapter
 from .screenplay.scenes import auto_panels
 
 if TYPE_CHECKING:
@@ -46,15 +50,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mangaka")
 
-MAX_CONCURRENCY = 64  # as the Remote LLM node
 # The engine's field for a value → the option that sets it, to name the option in a message.
-REQUEST_FLAGS = {o.field: o.flag for o in OPTIONS.values() if o.flag}
-LOAD_FLAGS = {
-    "n_ctx": "--ctx",
-    "n_gpu_layers": "--gpu-layers",
-    "n_threads": "--threads",
-    "flash_attn": "--flash-attn",
-}
+REQUEST_FLAGS = flag_names(OPTIONS)
+LOAD_FLAGS = flag_names(LOAD_OPTIONS)
+PAGE_FLAGS = flag_names(PAGE_OPTIONS)
 STORYBOARD_SUFFIX = ".storyboard"
 
 
@@ -68,11 +67,11 @@ def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
 
 def load_options_from_args(args: argparse.Namespace) -> LoadOptions:
     """How to load ``--model``, checked (``--lora-scale`` too, though it is applied after load)."""
-    check_lora_scale(args.lora_scale, "--lora-scale")
+    fields = fields_from_args(args, LOAD_OPTIONS)
     try:
-        return LoadOptions(
-            n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, n_threads=args.threads, flash_attn=args.flash_attn
-        )
+        check_lora_scale(fields.pop("lora_scale"))
+        fields.pop("jump_forward")  # the LLM's, not the load's: checked by the LLM
+        return LoadOptions(**fields)
     except InputError as exc:
         raise exc.renamed(LOAD_FLAGS) from None
 
@@ -425,24 +424,27 @@ def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
     return images
 
 
-def page_options(args: argparse.Namespace) -> LayoutOptions:
-    """``page``'s layout and lettering options, checked (``--width/--height`` with ``--page custom``)."""
-    from .page.layout import CUSTOM, MAX_SIDE, MIN_SIDE, LayoutOptions, preset_size
+def page_options(args: argparse.Namespace) -> tuple[LayoutOptions, Callable[[str], tuple[Any, dict]]]:
+    """``page``'s layout (``--width/--height`` with ``--page custom``) and its lettering for a
+    screenplay's language, every flag checked now, each error naming its flag."""
+    from .page.layout import CUSTOM, preset_size
+    from .page.options import PAGE_OPTIONS, layout_from, lettering_from
 
-    width = height = 0
-    if args.page == CUSTOM:
-        if args.width is None or args.height is None:
-            raise InputError(
-                f"--page custom needs --width PX and --height PX ({MIN_SIDE} to {MAX_SIDE}; --height 0 "
-                "with --direction vertical for a webtoon strip)"
-            )
-        width = check_count("--width", args.width, MIN_SIDE, MAX_SIDE)
-        height = args.height if args.height == 0 else check_count("--height", args.height, MIN_SIDE, MAX_SIDE)
-    elif args.width is not None or args.height is not None:
+    if args.page == CUSTOM and (args.width is None or args.height is None):
+        raise InputError(
+            f"--page custom needs --width PX and --height PX ({PAGE_OPTIONS['width'].bounds()}; --height 0 "
+            "with --direction vertical for a webtoon strip)"
+        )
+    if args.page != CUSTOM and (args.width is not None or args.height is not None):
         raise InputError(f"--width and --height set a custom page: add --page custom (not {args.page!r})")
-    layout = LayoutOptions(args.page, width, height, args.direction, args.panels_per_page)
-    preset_size(layout)  # an unknown preset, a size out of bounds: refused here
-    return layout
+    fields = fields_from_args(args, PAGE_OPTIONS)
+    try:
+        layout = layout_from(fields)
+        preset_size(layout)  # a size out of bounds, a strip on a paged direction: refused here
+        lettering_from(fields, "en")
+    except InputError as exc:
+        raise exc.renamed(PAGE_FLAGS) from None
+    return layout, lambda language: lettering_from(fields, language)
 
 
 def _owned_pages(folder: Path) -> set[str]:
@@ -505,7 +507,7 @@ def prepare_book(args: argparse.Namespace) -> BookPlan:
     if args.remote and args.lora is not None:
         raise InputError("--lora works with --model only; a --remote server attaches its own adapters")
     request = request_from_args(args)
-    concurrency = check_count("--concurrency", args.concurrency, 1, MAX_CONCURRENCY)
+    concurrency = BOOK_OPTIONS["concurrency"].check(args.concurrency, "--concurrency")
     if args.model:
         load_options_from_args(args)
     if args.book.is_dir():

@@ -503,12 +503,9 @@ def diagnose(
     crafted ones); with a ``checkpoint``, whether it and the model fit together where the LLM runs
     (the GPUs ggml sees, or RAM on a CPU-only build)."""
     from .llm import native
-    from .llm.loading import LoadOptions
+    from .llm.options import LOAD_OPTIONS
 
-    try:
-        LoadOptions(n_ctx=n_ctx)  # the Load LLM node's range
-    except InputError as exc:
-        raise InputError(f"doctor --ctx: {exc}") from None
+    LOAD_OPTIONS["n_ctx"].check(n_ctx, "doctor --ctx")  # the Load LLM node's range
     system = system or System()
     report = Report()
     build = check_build(report, system)

@@ -8,7 +8,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import folder_paths
 from ..mangaka.errors import Cancelled, InputError
 from ..mangaka.fileio import write_atomic
 from ..mangaka.llm.base import CancelFn, ProgressFn
+from ..mangaka.options import Option
 
 log = logging.getLogger("mangaka")
 
@@ -26,6 +27,33 @@ LLM_FOLDER = "LLM"
 LORA_FOLDER = "llm_loras"
 NONE = "none"
 BIBLE_FOLDER = "mangaka_bibles"  # under ComfyUI's input folder
+
+
+def widget(option: Option, **extra: Any) -> Any:
+    """The node widget of a declared option (``mangaka/options.py``): its name, default, range or
+    choices, step and tooltip, as declared; ``extra``: what only the node has (``optional``, …)."""
+    from comfy_api.latest import io
+
+    given: dict[str, Any] = {"default": option.widget_default, "tooltip": option.help}
+    if option.step is not None:
+        given["step"] = option.step
+    given.update(extra)
+    name, kind = option.widget, option.kind
+    if kind == "bool":
+        return io.Boolean.Input(name, **given)
+    if kind in ("int", "float"):
+        return (io.Float if kind == "float" else io.Int).Input(name, min=option.low, max=option.high, **given)
+    if kind == "choice":
+        return io.Combo.Input(name, options=list(option.widget_choices), **given)
+    return io.String.Input(name, **given)
+
+
+def from_widgets(options: Mapping[str, Option], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine's fields from a node's widget values (by widget name); a widget not given, or
+    linked (None in ``validate_inputs``), is left out."""
+    return {
+        o.field: values[o.widget] for o in options.values() if o.widget and values.get(o.widget) is not None
+    }
 
 
 def register_model_folders() -> None:

@@ -9,12 +9,14 @@ text, so any text node can show or edit it, and Save Series Bible writes it into
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from comfy_api.latest import io, ui
 
 from ..mangaka.errors import InputError
-from ..mangaka.llm.base import PRESETS, CallContext
+from ..mangaka.llm.base import CallContext
 from ..mangaka.llm.inprocess import release_if_asked
+from ..mangaka.options import widget_names
 from ..mangaka.screenplay import (
     ScreenplayRequest,
     SeriesBible,
@@ -22,11 +24,11 @@ from ..mangaka.screenplay import (
     parse_series_bible,
     write_cast,
 )
-from ..mangaka.screenplay.models import LANGUAGES, MAX_CHARACTERS
-from ..mangaka.screenplay.request import DEFAULT_SAMPLING, check_chapter
+from ..mangaka.screenplay.options import OPTIONS
+from ..mangaka.screenplay.request import check_chapter
 from ..mangaka.screenplay.scenes import AUTO
 from . import _comfy
-from ._comfy import BIBLE_FOLDER, NONE, bible_files, bible_path
+from ._comfy import BIBLE_FOLDER, NONE, bible_files, bible_path, from_widgets, widget
 from .llm import LLM_SOCKET
 
 log = logging.getLogger("mangaka")
@@ -109,10 +111,8 @@ class SeriesCast(io.ComfyNode):
                     default="",
                     tooltip="The chapters, in order (Split Chapters' chapter_text), or one chapter's text",
                 ),
-                io.Combo.Input("language", options=list(LANGUAGES), default="en"),
-                io.Int.Input("max_characters", default=8, min=1, max=MAX_CHARACTERS),
-                io.Combo.Input("sampling", options=list(PRESETS), default=DEFAULT_SAMPLING),
-                io.Int.Input("seed", default=0, min=0, max=2**31 - 1, control_after_generate=True),
+                *(widget(OPTIONS[f]) for f in ("language", "max_characters", "sampling")),
+                widget(OPTIONS["seed"], control_after_generate=True),
                 *bible_inputs(),
                 io.Int.Input(
                     "numbers",
@@ -128,19 +128,10 @@ class SeriesCast(io.ComfyNode):
 
     @classmethod
     def validate_inputs(
-        cls,
-        language: list | None = None,
-        max_characters: list | None = None,
-        sampling: list | None = None,
-        seed: list | None = None,
-        bible: list | None = None,
-        bible_file: list | None = None,
-        **_kw,
+        cls, bible: list | None = None, bible_file: list | None = None, **widgets
     ) -> bool | str:
         try:
-            values = [_first(v) for v in (language, max_characters, sampling, seed)]
-            if all(v is not None for v in values):
-                _request(*values)
+            _request(widgets)
         except InputError as exc:
             return f"Series Cast: {exc}"
         if problem := series_bible_problem(_first(bible), _first(bible_file)):
@@ -152,16 +143,13 @@ class SeriesCast(io.ComfyNode):
         cls,
         llm: list,
         chapters: list[str],
-        language: list[str],
-        max_characters: list[int],
-        sampling: list[str],
-        seed: list[int],
         bible: list[str] | None = None,
         bible_file: list[str] | None = None,
         numbers: list[int] | None = None,
+        **widgets,
     ) -> io.NodeOutput:
         model = _first(llm)
-        request = _request(_first(language), _first(max_characters), _first(sampling), _first(seed))
+        request = _request(widgets)
         series = read_series_bible(_first(bible), _first(bible_file)) or SeriesBible()
         if numbers is not None and len(numbers) != len(chapters):
             raise InputError(
@@ -196,16 +184,15 @@ def _slice(bar: _comfy.Progress, index: int, count: int):
     return report
 
 
-def _request(language: str, max_characters: int, sampling: str, seed: int) -> ScreenplayRequest:
-    # Counts only decide where a long chapter is cut into scenes here; auto never refuses a chapter.
-    return ScreenplayRequest(
-        language=language,
-        panels=AUTO,
-        dialogue=AUTO,
-        max_characters=max_characters,
-        sampling=sampling,
-        seed=seed,
-    )
+def _request(widgets: dict[str, Any]) -> ScreenplayRequest:
+    """The Screenwriter options this node has (under is_input_list: each a one-item list), checked
+    as their declarations say. Counts only decide where a long chapter is cut into scenes here;
+    auto never refuses a chapter."""
+    fields = from_widgets(OPTIONS, {name: _first(value) for name, value in widgets.items()})
+    try:
+        return ScreenplayRequest(panels=AUTO, dialogue=AUTO, **fields)
+    except InputError as exc:
+        raise exc.renamed(widget_names(OPTIONS)) from None
 
 
 class SaveSeriesBible(io.ComfyNode):

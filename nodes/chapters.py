@@ -6,8 +6,10 @@ import logging
 
 from comfy_api.latest import io
 
-from ..mangaka.chapters import DEFAULT_MAX_CHARS, parse_range, split_chapters
+from ..mangaka.batch.options import BOOK_OPTIONS
+from ..mangaka.chapters import parse_range, split_chapters
 from ..mangaka.errors import InputError
+from ._comfy import widget
 
 log = logging.getLogger("mangaka")
 
@@ -29,21 +31,8 @@ class SplitChapters(io.ComfyNode):
                     default="",
                     placeholder="Paste the whole book (or several chapters)",
                 ),
-                io.Int.Input(
-                    "max_chars",
-                    default=DEFAULT_MAX_CHARS,
-                    min=500,
-                    max=200000,
-                    tooltip="Only for books without chapter headings: the book is cut into parts of at most "
-                    "this many characters, at paragraph and sentence ends. Chapters found by headings are "
-                    "never cut.",
-                ),
-                io.String.Input(
-                    "chapters",
-                    default="",
-                    optional=True,
-                    tooltip="Which chapters to output, by position: 3-7, 1,3,5-6, 4- or -2. Empty = all.",
-                ),
+                widget(BOOK_OPTIONS["max_chars"]),
+                widget(BOOK_OPTIONS["chapters"], optional=True),
             ],
             outputs=[
                 io.String.Output(display_name="chapter_text", is_output_list=True),
@@ -63,10 +52,15 @@ class SplitChapters(io.ComfyNode):
     ) -> bool | str:
         if book is not None and not book.strip():
             return "Split Chapters: the book is empty; paste the book text or connect a text node"
+        if max_chars is not None:  # ComfyUI leaves the range to this method (it takes **_kw)
+            try:
+                BOOK_OPTIONS["max_chars"].check(max_chars)
+            except InputError as exc:
+                return f"Split Chapters: {exc}"
         if book is not None and chapters:
             # The range can only be checked against the book when the book is typed in, not linked.
             try:
-                found = split_chapters(book, max_chars=max_chars or DEFAULT_MAX_CHARS)
+                found = split_chapters(book, max_chars=max_chars or BOOK_OPTIONS["max_chars"].default)
                 parse_range(chapters, len(found))
             except InputError as exc:
                 return f"Split Chapters: {exc}"

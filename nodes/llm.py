@@ -8,29 +8,30 @@ import os
 import folder_paths
 from comfy_api.latest import io, ui
 
-from ..mangaka.errors import MangakaError
+from ..mangaka.batch.options import BOOK_OPTIONS
+from ..mangaka.errors import InputError, MangakaError
 from ..mangaka.llm.base import LLM as EngineLLM
 from ..mangaka.llm.base import PRESETS, CallContext, sampling_preset
 from ..mangaka.llm.grammar import schema_to_gbnf
 from ..mangaka.llm.inprocess import (
-    DEFAULT_N_CTX,
-    FLASH_ATTN_MODES,
     KEEP_LOADED,
-    MEMORY_MODES,
     LlamaCppLLM,
     LoadOptions,
     check_lora_file,
-    check_lora_scale,
     check_model_file,
     release_if_asked,
 )
 from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
 from ..mangaka.llm.openai import OpenAICompatibleLLM
+from ..mangaka.llm.options import LOAD_OPTIONS
+from ..mangaka.options import widget_names
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING
 from . import _comfy
 from . import memory as comfy_memory
+from ._comfy import from_widgets, widget
 
 LLM_SOCKET = io.Custom("MANGAKA_LLM")  # carries any backend of the engine's LLM protocol
+LOAD_WIDGETS = widget_names(LOAD_OPTIONS)  # an error's field → the widget that sets it
 
 
 class LoadLLM(io.ComfyNode):
@@ -48,27 +49,9 @@ class LoadLLM(io.ComfyNode):
                     options=_comfy.model_files(),
                     tooltip="A .gguf file in models/LLM, e.g. Qwen3.5-35B-A3B-Q4_K_M.gguf",
                 ),
-                io.Int.Input(
-                    "context",
-                    default=DEFAULT_N_CTX,
-                    min=512,
-                    max=262144,
-                    step=512,
-                    tooltip="Context window in tokens; capped at the model's trained length",
-                ),
-                io.Int.Input(
-                    "gpu_layers",
-                    default=-1,
-                    min=-1,
-                    max=1000,
-                    tooltip="Layers offloaded to the GPU; -1 = all (ignored by a CPU-only build)",
-                ),
-                io.Int.Input("threads", default=0, min=0, max=256, tooltip="CPU threads; 0 = every core"),
-                io.Combo.Input(
-                    "flash_attention",
-                    options=list(FLASH_ATTN_MODES),
-                    default="auto",
-                    tooltip="auto: on where the device supports it (llama.cpp's default); on/off force it",
+                *(
+                    widget(LOAD_OPTIONS[name])
+                    for name in ("n_ctx", "n_gpu_layers", "n_threads", "flash_attn")
                 ),
                 io.Combo.Input(
                     "lora",
@@ -76,46 +59,21 @@ class LoadLLM(io.ComfyNode):
                     default=_comfy.NONE,
                     tooltip="A GGUF LoRA adapter in models/llm_loras, attached after load",
                 ),
-                io.Float.Input("lora_strength", default=1.0, min=-4.0, max=4.0, step=0.05),
-                io.Combo.Input(
-                    "memory",
-                    options=list(MEMORY_MODES),
-                    default=KEEP_LOADED,
-                    optional=True,
-                    tooltip="keep loaded: freed only when ComfyUI needs the memory for its own models "
-                    "(loaded again on next use). release after each run: freed as soon as each node "
-                    "that used it finishes, for a GPU too small for the LLM and the image model together",
-                ),
+                widget(LOAD_OPTIONS["lora_scale"]),
+                widget(LOAD_OPTIONS["memory"], optional=True),
             ],
             outputs=[LLM_SOCKET.Output(display_name="llm"), io.String.Output(display_name="load_report")],
         )
 
     @classmethod
-    def validate_inputs(
-        cls,
-        model: str | None = None,
-        context: int | None = None,
-        gpu_layers: int | None = None,
-        threads: int | None = None,
-        flash_attention: str | None = None,
-        lora: str | None = None,
-        lora_strength: float | None = None,
-        memory: str | None = None,
-        **_kw,
-    ) -> bool | str:
-        # Widget values arrive here (a linked input is None): with **_kw ComfyUI leaves every
-        # range check to this method, so the options are built (and checked) here too.
+    def validate_inputs(cls, model: str | None = None, lora: str | None = None, **widgets) -> bool | str:
+        # Widget values arrive here (a linked input is None): with **widgets ComfyUI leaves every
+        # range check to this method, so each is checked against its declaration here.
         try:
-            if None not in (context, gpu_layers, threads, flash_attention):
-                LoadOptions(
-                    n_ctx=context, n_gpu_layers=gpu_layers, n_threads=threads, flash_attn=flash_attention
-                )
-            if lora_strength is not None:
-                check_lora_scale(lora_strength, "lora_strength")
-        except MangakaError as exc:
-            return f"Load LLM: {exc}"
-        if memory is not None and memory not in MEMORY_MODES:
-            return f"Load LLM: memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}"
+            for name, value in from_widgets(LOAD_OPTIONS, widgets).items():
+                LOAD_OPTIONS[name].check(value)
+        except InputError as exc:
+            return f"Load LLM: {exc.renamed(LOAD_WIDGETS)}"
         has_lora = lora not in (None, _comfy.NONE)
         if model is not None and (msg := _file_message(_comfy.LLM_FOLDER, model)):
             return f"Load LLM: model {msg}"
@@ -133,33 +91,27 @@ class LoadLLM(io.ComfyNode):
         return True
 
     @classmethod
-    def execute(
-        cls,
-        model: str,
-        context: int,
-        gpu_layers: int,
-        threads: int,
-        flash_attention: str,
-        lora: str,
-        lora_strength: float,
-        memory: str = KEEP_LOADED,
-    ) -> io.NodeOutput:
+    def execute(cls, model: str, lora: str, **widgets) -> io.NodeOutput:
         comfy_memory.check_hooks()  # ComfyUI may have put back what the pack wraps, after a prompt
-        options = LoadOptions(
-            n_ctx=context, n_gpu_layers=gpu_layers, n_threads=threads, flash_attn=flash_attention
-        )
+        fields = from_widgets(LOAD_OPTIONS, widgets)
+        strength = fields.pop("lora_scale")
+        memory = fields.pop("memory", KEEP_LOADED)  # optional: workflows older than the widget
+        try:
+            options = LoadOptions(**fields)
+        except InputError as exc:
+            raise exc.renamed(LOAD_WIDGETS) from None
         lora_path = None if lora == _comfy.NONE else _comfy.full_path(_comfy.LORA_FOLDER, lora)
         with _comfy.comfy_interrupts():  # a progress bar while loading; interrupt stops the load
             llm = LlamaCppLLM(
                 _comfy.full_path(_comfy.LLM_FOLDER, model),
                 options,
                 lora_path,
-                lora_strength,
+                strength,
                 on_progress=_comfy.progress(),
                 cancel=_comfy.cancel_requested(),
                 memory=memory,
             )
-        report = llm.model.report() + (f"; LoRA {lora} at {lora_strength:g}" if lora_path else "")
+        report = llm.model.report() + (f"; LoRA {lora} at {strength:g}" if lora_path else "")
         report += f"; {memory}"
         return io.NodeOutput(llm, report)
 
@@ -199,9 +151,7 @@ class RemoteLLM(io.ComfyNode):
                     default="auto",
                     tooltip="How the server takes a schema; auto asks the server",
                 ),
-                io.Int.Input(
-                    "concurrency", default=1, min=1, max=64, tooltip="Requests in flight from this handle"
-                ),
+                widget(BOOK_OPTIONS["concurrency"]),
             ],
             outputs=[LLM_SOCKET.Output(display_name="llm")],
         )
@@ -240,7 +190,7 @@ class Doctor(io.ComfyNode):
             "features, GPU offload, architectures, memory for a model and context, CPU governor, NUMA.",
             inputs=[
                 io.Combo.Input("model", options=[_comfy.NONE, *_comfy.model_files()], default=_comfy.NONE),
-                io.Int.Input("context", default=DEFAULT_N_CTX, min=256, max=1 << 20),
+                widget(LOAD_OPTIONS["n_ctx"]),  # the context the memory estimate is for
                 io.Combo.Input(
                     "checkpoint",
                     options=[_comfy.NONE, *folder_paths.get_filename_list("checkpoints")],

@@ -8,61 +8,30 @@ import logging
 from comfy_api.latest import io, ui
 
 from ..mangaka.errors import InputError
+from ..mangaka.options import widget_names
 from ..mangaka.page.layout import (
-    DIRECTIONS,
-    MAX_PANELS_PER_PAGE,
-    MAX_SIDE,
-    PAGE_PRESETS,
-    LayoutOptions,
     layout_pages,
     layout_to_dict,
-    text_order,
 )
-from ..mangaka.page.lettering import LetteringOptions
+from ..mangaka.page.options import LAYOUT_FIELDS, PAGE_OPTIONS, layout_from, lettering_from
 from ..mangaka.page.render import compose_pages, group_by_chapter, preview_layout
 from . import _comfy
+from ._comfy import from_widgets, widget
 from .compose import read_screenplay, screenplay_inputs
 
 log = logging.getLogger("mangaka")
 
-CUSTOM = "custom"
+PAGE_WIDGETS = widget_names(PAGE_OPTIONS)  # an error's field → the widget that sets it
 
 
 def _layout_inputs() -> list:
-    return [
-        io.Combo.Input("page", options=[*PAGE_PRESETS, CUSTOM], default="A4 300dpi"),
-        io.Int.Input("width", default=2480, min=0, max=MAX_SIDE, tooltip="Custom page width in pixels"),
-        io.Int.Input(
-            "height", default=3508, min=0, max=MAX_SIDE, tooltip="Custom page height; 0 = follow the panels"
-        ),
-        io.Combo.Input(
-            "direction",
-            options=list(DIRECTIONS),
-            default="rtl",
-            tooltip="rtl: manga (right to left); ltr: comics; vertical: webtoon strip",
-        ),
-        io.Int.Input("panels_per_page", default=6, min=1, max=MAX_PANELS_PER_PAGE),
-        io.Int.Input("margin", default=-1, min=-1, max=5000, tooltip="Pixels; -1 = 5% of the shorter side"),
-        io.Int.Input("gutter", default=-1, min=-1, max=2000, tooltip="Pixels between panels; -1 = automatic"),
-        io.Int.Input("bleed", default=0, min=0, max=2000, tooltip="Pixels added around the trim for print"),
-        io.Boolean.Input("weighted", default=True, tooltip="Wide shots get more room than close-ups"),
-    ]
+    """The layout's widgets, from their declarations (``mangaka/page/options.py``)."""
+    return [widget(PAGE_OPTIONS[f]) for f in LAYOUT_FIELDS]
 
 
-def _layout_options(
-    page, width, height, direction, panels_per_page, margin, gutter, bleed, weighted
-) -> LayoutOptions:
-    return LayoutOptions(
-        page=page,
-        width=width,
-        height=height,
-        direction=direction,
-        panels_per_page=panels_per_page,
-        margin=None if margin < 0 else margin,
-        gutter=None if gutter < 0 else gutter,
-        bleed=bleed,
-        weighted=weighted,
-    )
+def _widget_fields(kw: dict) -> dict:
+    """The page options the node was given, by field (each widget's one value under is_input_list)."""
+    return from_widgets(PAGE_OPTIONS, {name: _one(value) for name, value in kw.items()})
 
 
 def _to_tensor(pages):
@@ -121,14 +90,7 @@ class ComposePage(io.ComfyNode):
                     "from a detector; same count and order as images",
                 ),
                 *_layout_inputs(),
-                io.Boolean.Input("lettering", default=True),
-                io.Boolean.Input("vertical_text", default=False, tooltip="Chinese/Japanese top to bottom"),
-                io.Int.Input(
-                    "font_size", default=0, min=0, max=400, tooltip="Largest text size; 0 = automatic"
-                ),
-                io.Int.Input(
-                    "border", default=-1, min=-1, max=100, tooltip="Frame line width; -1 = automatic"
-                ),
+                *(widget(PAGE_OPTIONS[f]) for f in ("lettering", "vertical", "font_size", "border")),
             ],
             outputs=[
                 io.Image.Output(display_name="pages"),
@@ -143,20 +105,12 @@ class ComposePage(io.ComfyNode):
         cards = not images
         if cards:  # no images: every chapter's panels as storyboard cards fitted to their frames
             images = [None] * len(screenplays)
-        names = (
-            "page",
-            "width",
-            "height",
-            "direction",
-            "panels_per_page",
-            "margin",
-            "gutter",
-            "bleed",
-            "weighted",
-        )
-        options = _layout_options(*(_one(kw[n]) for n in names))
-        font_size = _one(kw["font_size"])
-        border = _one(kw["border"])
+        fields = _widget_fields(kw)
+        try:
+            options = layout_from(fields)
+            lettering_from(fields, "en")  # checked before any page is drawn
+        except InputError as exc:
+            raise InputError(f"Compose Page: {exc.renamed(PAGE_WIDGETS)}") from None
         try:
             indexes, chapter_ids = (
                 ([[i] for i in range(len(images))], [None] * len(images))
@@ -174,20 +128,14 @@ class ComposePage(io.ComfyNode):
         pages, layouts, reports = [], [], []
         progress = _comfy.progress()
         for i, (parsed, batch, panel_ids) in enumerate(zip(screenplays, groups, chapter_ids, strict=True)):
-            lettering = LetteringOptions(
-                language=parsed.language,
-                vertical=bool(_one(kw["vertical_text"])),
-                direction=text_order(options.direction),
-                max_font_size=font_size or None,
-            )
+            lettering, drawing = lettering_from(fields, parsed.language)
             composed = compose_pages(
                 parsed,
                 [] if cards else _to_pil(batch),
                 avoid=avoid[i],
                 layout=options,
                 lettering=lettering,
-                letter=bool(_one(kw["lettering"])),
-                border=None if border < 0 else border,
+                **drawing,
                 panel_ids=panel_ids,
                 cards=cards,
             )
@@ -256,9 +204,9 @@ class PreviewLayout(io.ComfyNode):
     def execute(cls, screenplay: dict | None = None, json_text: str | None = None, **kw) -> io.NodeOutput:
         parsed = read_screenplay(screenplay, json_text, "Preview Page Layout")
         try:
-            pages = layout_pages(parsed.panels, _layout_options(**kw))
+            pages = layout_pages(parsed.panels, layout_from(_widget_fields(kw)))
         except InputError as exc:
-            raise InputError(f"Preview Page Layout: {exc}") from None
+            raise InputError(f"Preview Page Layout: {exc.renamed(PAGE_WIDGETS)}") from None
         return io.NodeOutput(_to_tensor(preview_layout(pages)), json.dumps(layout_to_dict(pages), indent=2))
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from comfy_api.latest import io
 
@@ -11,12 +13,14 @@ from ..mangaka.errors import InputError
 from ..mangaka.evaluate import dialogue_kept, fidelity_report
 from ..mangaka.llm.base import CallContext
 from ..mangaka.llm.inprocess import release_if_asked
+from ..mangaka.options import widget_names
 from ..mangaka.screenplay import SeriesBible, write_screenplay
 from ..mangaka.screenplay.models import MAX_SCENE_PANELS
 from ..mangaka.screenplay.options import OPTIONS
 from ..mangaka.screenplay.request import ScreenplayRequest, check_chapter
 from ..mangaka.screenplay.scenes import AUTO, DEFAULT_SCENE_CHARS
 from . import _comfy, memory
+from ._comfy import from_widgets, widget
 from .bible import bible_inputs, read_series_bible, series_bible_problem
 from .llm import LLM_SOCKET
 
@@ -30,23 +34,8 @@ AUTO_COUNTS = ("off", "panels", "panels and lines")
 
 # The dialogue widget's choices → ScreenplayRequest.dialogue_from.
 DIALOGUE_CHOICES = OPTIONS["dialogue_from"].widget_choices  # the widget's words → the request's
-DIALOGUE_DEFAULT = OPTIONS["dialogue_from"].widget_default
 # The request's fields → the widgets that set them, to name the widget in a message (dialogue_lines).
-WIDGET_NAMES = {o.field: o.widget for o in OPTIONS.values() if o.widget}
-
-
-def _whole(field: str, **extra):
-    """The widget of a whole-number option, from its declaration (screenplay/options.py)."""
-    o = OPTIONS[field]
-    return io.Int.Input(o.widget, default=o.default, min=o.low, max=o.high, tooltip=o.help, **extra)
-
-
-def _combo(field: str, **extra):
-    """The widget of a choice option, from its declaration."""
-    o = OPTIONS[field]
-    return io.Combo.Input(
-        o.widget, options=list(o.widget_choices), default=o.widget_default, tooltip=o.help, **extra
-    )
+WIDGET_NAMES = widget_names(OPTIONS)
 
 
 def _screenwriter_inputs() -> list:
@@ -56,14 +45,14 @@ def _screenwriter_inputs() -> list:
         io.String.Input(
             "chapter", multiline=True, default="", placeholder="Paste a chapter of the novel here"
         ),
-        _combo("language"),
-        _whole("panels"),
-        _whole("dialogue"),
-        _whole("max_characters"),
-        _combo("sampling"),
-        _whole("seed", control_after_generate=True),
-        _whole("max_attempts"),
-        _whole("think_tokens", optional=True, step=256),  # optional: older workflows still run
+        widget(OPTIONS["language"]),
+        widget(OPTIONS["panels"]),
+        widget(OPTIONS["dialogue"]),
+        widget(OPTIONS["max_characters"]),
+        widget(OPTIONS["sampling"]),
+        widget(OPTIONS["seed"], control_after_generate=True),
+        widget(OPTIONS["max_attempts"]),
+        widget(OPTIONS["think_tokens"], optional=True),  # optional: older workflows still run
         io.Combo.Input(
             "auto_counts",
             options=list(AUTO_COUNTS),
@@ -84,7 +73,7 @@ def _screenwriter_inputs() -> list:
             tooltip="This chapter's number in the book (Split Chapters' numbers): the bible "
             "output records new characters as first seen here",
         ),
-        _combo("dialogue_from", optional=True),
+        widget(OPTIONS["dialogue_from"], optional=True),
     ]
 
 
@@ -122,29 +111,16 @@ class Screenwriter(io.ComfyNode):
     def validate_inputs(
         cls,
         chapter: str | None = None,
-        language: str | None = None,
-        panels: int | None = None,
-        dialogue_lines: int | None = None,
-        max_characters: int | None = None,
-        sampling: str | None = None,
-        seed: int | None = None,
-        max_attempts: int | None = None,
-        think_tokens: int | None = None,
         bible: str | None = None,
         bible_file: str | None = None,
         auto_counts: str | None = None,
-        dialogue: str | None = None,
-        **_kw,
+        **widgets,
     ) -> bool | str:
-        # Widget values arrive here; a linked input is None until it runs.
+        # Widget values arrive here; a linked input is None until it runs (checked then, in execute).
         try:
             if chapter is not None:
                 check_chapter(chapter, "the chapter")
-            values = (language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts)
-            if all(v is not None for v in values):
-                _request(
-                    *values, think_tokens or 0, auto_counts or AUTO_COUNTS[0], dialogue or DIALOGUE_DEFAULT
-                )
+            _request(widgets, auto_counts or AUTO_COUNTS[0])
         except InputError as exc:
             return f"Screenwriter: {exc}"
         if problem := series_bible_problem(bible, bible_file):
@@ -156,25 +132,14 @@ class Screenwriter(io.ComfyNode):
         cls,
         llm,
         chapter: str,
-        language: str,
-        panels: int,
-        dialogue_lines: int,
-        max_characters: int,
-        sampling: str,
-        seed: int,
-        max_attempts: int,
-        think_tokens: int = 0,
         bible: str | None = None,
         bible_file: str | None = None,
         chapter_number: int = 1,
         auto_counts: str = AUTO_COUNTS[0],
-        dialogue: str = "from the chapter",
+        **widgets,
     ) -> io.NodeOutput:
         memory.check_hooks()  # the LLM loads here again after a release: its room asked for
-        request = _request(
-            language, panels, dialogue_lines, max_characters, sampling, seed, max_attempts, think_tokens,
-            auto_counts, dialogue,
-        )  # fmt: skip
+        request = _request(widgets, auto_counts)
         series = read_series_bible(bible, bible_file)
         try:
             with _comfy.comfy_interrupts():
@@ -198,35 +163,25 @@ class Screenwriter(io.ComfyNode):
         return io.NodeOutput(data, text, result.thinking, report, learned.to_json())
 
 
-def _request(
-    language: str,
-    panels: int,
-    dialogue_lines: int,
-    max_characters: int,
-    sampling: str,
-    seed: int,
-    max_attempts: int,
-    think_tokens: int,
-    auto_counts: str = "off",
-    dialogue: str = DIALOGUE_DEFAULT,
-) -> ScreenplayRequest:
-    """The node's widgets as a checked request; a message names the widget, not the engine's field."""
+def _request(widgets: Mapping[str, Any], auto_counts: str = "off") -> ScreenplayRequest:
+    """The node's widgets (by name) as a checked request: each from its declaration, a widget not
+    given (linked, or older workflows without it) at its declared default; a message names the
+    widget, not the engine's field."""
     if auto_counts not in AUTO_COUNTS:
         raise InputError(f"auto_counts {auto_counts!r} is not one of: {', '.join(AUTO_COUNTS)}")
-    if dialogue not in DIALOGUE_CHOICES:
-        raise InputError(f"dialogue {dialogue!r} is not one of: {', '.join(DIALOGUE_CHOICES)}")
+    fields = from_widgets(OPTIONS, widgets)
+    if "dialogue_from" in fields:
+        if fields["dialogue_from"] not in DIALOGUE_CHOICES:
+            raise InputError(
+                f"dialogue {fields['dialogue_from']!r} is not one of: {', '.join(DIALOGUE_CHOICES)}"
+            )
+        fields["dialogue_from"] = DIALOGUE_CHOICES[fields["dialogue_from"]]
+    if auto_counts != "off":
+        fields["panels"] = AUTO
+    if auto_counts == "panels and lines":
+        fields["dialogue"] = AUTO
     try:
-        return ScreenplayRequest(
-            language=language,
-            panels=AUTO if auto_counts != "off" else panels,
-            dialogue=AUTO if auto_counts == "panels and lines" else dialogue_lines,
-            max_characters=max_characters,
-            sampling=sampling,
-            seed=seed,
-            max_attempts=max_attempts,
-            think_tokens=think_tokens,
-            dialogue_from=DIALOGUE_CHOICES[dialogue],
-        )
+        return ScreenplayRequest(**fields)
     except InputError as exc:
         raise exc.renamed(WIDGET_NAMES) from None
 

@@ -35,14 +35,59 @@ checks its inputs before a model loads and refuses a bad one with one line namin
 its allowed values (exit code 1); see [Reliability](reliability.md).
 """
 
-OPTIONS_HEAD = """## The Screenwriter's options
+OPTIONS_HEAD = """## Options
 
-Each is declared once (`mangaka/screenplay/options.py`): its flag on `write`, `demo`, `book` and
-`eval`, its widget on the Screenwriter node (with the tooltip, in English and Chinese), its default
-and range come from that declaration, and so does this table. `auto` counts from the chapter on the
-command line; the node has its `auto_counts` input for that.
+Each option is declared once (`mangaka/options.py` says how): its flag, its node widget (with the
+tooltip, in English and Chinese), its default and its range come from that declaration, and so do
+the tables below. A flag's error and a widget's error name the flag or the widget.
 
 """
+# (title, the module that declares them, where they appear, its declarations' import path)
+OPTION_SETS = (
+    (
+        "The Screenwriter's options",
+        "mangaka/screenplay/options.py",
+        "flags of `write`, `demo`, `book` and `eval`; widgets of Screenwriter (and Series Cast). `auto` "
+        "counts from the chapter on the command line; the node has its `auto_counts` input for that.",
+        "screenplay.options:OPTIONS",
+    ),
+    (
+        "Load LLM's options",
+        "mangaka/llm/options.py",
+        "flags of `write`, `demo` and `book` (`--ctx` also of `doctor`); widgets of Load LLM (GGUF) "
+        "(`context` also of Doctor).",
+        "llm.options:LOAD_OPTIONS",
+    ),
+    (
+        "Compose Page's options",
+        "mangaka/page/options.py",
+        "flags of `page`; widgets of Compose Page and Preview Page Layout. The command line's "
+        "`--width`/`--height` are unset unless `--page custom`.",
+        "page.options:PAGE_OPTIONS",
+    ),
+    (
+        "The book's options",
+        "mangaka/batch/options.py",
+        "flags of `book` (`--chapters`, `--concurrency`) and `queue` (`--chapters`, `--max-chars`); "
+        "widgets of Split Chapters and Remote LLM (`concurrency`).",
+        "batch.options:BOOK_OPTIONS",
+    ),
+)
+
+
+def option_tables() -> str:
+    """Every declared option set as a table, under its heading."""
+    import importlib
+
+    from ..options import option_table
+
+    parts = [OPTIONS_HEAD]
+    for title, module, where, target in OPTION_SETS:
+        name, attr = target.split(":")
+        declared = getattr(importlib.import_module(f"mangaka.{name}"), attr)
+        parts.append(f"### {title}\n\nDeclared in `{module}`: {where}\n\n{option_table(declared)}\n")
+    return "".join(parts)
+
 
 NODES_HEAD = """# Node reference
 
@@ -75,11 +120,10 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 def cli_page() -> str:
     """docs/cli.md: the top-level help, then each command's ``--help``."""
     from ..__main__ import build_parser
-    from ..screenplay.options import option_table
 
     with _columns(WIDTH):
         parser = build_parser()
-        parts = [CLI_HEAD, "```\n" + parser.format_help().rstrip() + "\n```\n", OPTIONS_HEAD + option_table()]
+        parts = [CLI_HEAD, "```\n" + parser.format_help().rstrip() + "\n```\n", option_tables()]
         for name, sub in _subcommands(parser).items():
             parts.append(f"## `{name}`\n\n```\n{sub.format_help().rstrip()}\n```\n")
     return "\n".join(parts)

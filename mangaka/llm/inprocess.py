@@ -26,16 +26,13 @@ from ..errors import Cancelled, ContextOverflowError, GenerationError, MangakaEr
 from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
 from .constrain import DEFAULT_ENGINE, ENGINES, make_constraint
-from .decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD, DecodeResult, decode
+from .decode import DEFAULT_JUMP_FORWARD, DecodeResult, decode
 from .grammar import schema_to_gbnf
 from .loading import (
     CHATML_TEMPLATE,
     DEFAULT_N_CTX,
     FLASH_ATTN_MODES,
     N_BATCH_RANGE,
-    N_CTX_RANGE,
-    N_GPU_LAYERS_RANGE,
-    N_THREADS_RANGE,
     FlashAttn,
     LoadedModel,
     LoadOptions,
@@ -51,7 +48,8 @@ from .loading import (
     release_models,
     resident_models,
 )
-from .lora import LORA_SCALE_RANGE, apply_lora, check_adapter, check_lora_scale
+from .lora import apply_lora, check_adapter, check_lora_scale
+from .options import KEEP_LOADED, LOAD_OPTIONS, MEMORY_MODES, RELEASE_AFTER_RUN
 from .patches import flash_attn_type
 from .prefix import prepare as prepare_prefix
 
@@ -60,12 +58,8 @@ __all__ = [
     "DEFAULT_N_CTX",
     "FLASH_ATTN_MODES",
     "KEEP_LOADED",
-    "LORA_SCALE_RANGE",
     "MEMORY_MODES",
     "N_BATCH_RANGE",
-    "N_CTX_RANGE",
-    "N_GPU_LAYERS_RANGE",
-    "N_THREADS_RANGE",
     "RELEASE_AFTER_RUN",
     "FlashAttn",
     "LlamaCppLLM",
@@ -89,12 +83,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# What happens to the model between runs (the Load LLM node's ``memory`` widget).
-KEEP_LOADED = "keep loaded"  # freed only when another model needs the memory (ComfyUI's hook)
-RELEASE_AFTER_RUN = "release after each run"  # freed when each node that used it finishes
-MEMORY_MODES: tuple[str, ...] = (KEEP_LOADED, RELEASE_AFTER_RUN)
-
 
 # ---------------------------------------------------------------------------------- generation
 
@@ -120,16 +108,14 @@ class LlamaCppLLM:
         memory: str = KEEP_LOADED,
         jump_forward: str = DEFAULT_JUMP_FORWARD,
     ) -> None:
-        if memory not in MEMORY_MODES:
-            raise MangakaError(f"memory must be one of {', '.join(MEMORY_MODES)}, not {memory!r}")
+        LOAD_OPTIONS["memory"].check(memory)
+        LOAD_OPTIONS["jump_forward"].check(jump_forward)
         self.release_after_run = memory == RELEASE_AFTER_RUN
         self.path = Path(path)
         lora_scale = check_lora_scale(lora_scale)
         self.engine = engine  # constrained decoding: mangaka.llm.constrain.ENGINES
         # decode the tokens the schema forces in one batch (llguidance engine; decode.py):
         # "exact" verifies them against the model's own choices, "canonical" takes them unverified
-        if jump_forward not in JUMP_FORWARD:
-            raise MangakaError(f"jump_forward must be one of {', '.join(JUMP_FORWARD)}, not {jump_forward!r}")
         self.jump_forward = jump_forward
         self.last_forced_tokens = 0  # of the last call's generated tokens, those the grammar forced
         self.options = options or LoadOptions()

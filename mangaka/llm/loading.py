@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import InputError, LoraError, MangakaError, ModelFileError
 from .base import CancelFn, ProgressFn
@@ -31,13 +31,13 @@ from .decode_thread import DecodeThread
 from .gguf_info import GGUFInfo, read_gguf_info
 from .memory import Placement, kv_cache_bytes, placement, plan_release, recurrent_state_bytes
 from .native import check_architecture, gpu_offload, import_llama_cpp
+from .options import DEFAULT_N_CTX, FLASH_ATTN_MODES, LOAD_OPTIONS, FlashAttn  # noqa: F401 - re-exported
 from .patches import LoadProgress, check_flash_attn, check_version, flash_attn_type, recurrent_snapshots
 from .prefix import PrefixCache
 
 # The in-process backend's messages keep the one logger name they had before it was split.
 log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
 
-DEFAULT_N_CTX = 32768
 # A ChatML template, used only for models whose GGUF carries none (a warning says so).
 CHATML_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -45,12 +45,7 @@ CHATML_TEMPLATE = (
 )
 
 
-FlashAttn = Literal["auto", "on", "off"]
-FLASH_ATTN_MODES: tuple[str, ...] = ("auto", "on", "off")
-# The ranges LoadOptions accepts (the Load LLM node's widgets use the same).
-N_CTX_RANGE = (512, 262144)  # Qwen3.5's trained context is 262144
-N_GPU_LAYERS_RANGE = (-1, 1000)  # -1: every layer
-N_THREADS_RANGE = (0, 256)  # 0: every core
+# The ranges of the two LoadOptions fields that are not user options (those are in options.py).
 N_BATCH_RANGE = (1, 65536)
 ROLLBACK_RANGE = (0, 64)
 # Hybrid architectures whose recurrent memory llama.cpp can roll back by a few tokens (from
@@ -77,10 +72,10 @@ class LoadOptions:
     option is refused before a model is loaded.
     """
 
-    n_ctx: int = DEFAULT_N_CTX
-    n_gpu_layers: int = 0  # -1: all layers
-    n_threads: int = 0  # 0: every core (llama-cpp-python's own default is half of them)
-    flash_attn: FlashAttn = "auto"  # llama.cpp decides per device; "on"/"off" force it
+    n_ctx: int = LOAD_OPTIONS["n_ctx"].default
+    n_gpu_layers: int = LOAD_OPTIONS["n_gpu_layers"].default  # -1: all layers (a CPU build: none)
+    n_threads: int = LOAD_OPTIONS["n_threads"].default  # 0: every core (llama-cpp-python's: half)
+    flash_attn: FlashAttn = LOAD_OPTIONS["flash_attn"].default  # auto: llama.cpp decides per device
     n_batch: int = 512
     # recurrent-state snapshots a sequence keeps (llama.cpp's n_rs_seq) on hybrid models that
     # support rolling back (qwen35moe): how many tokens exact jump-forward may try at once and
@@ -88,15 +83,10 @@ class LoadOptions:
     rollback_tokens: int = 8
 
     def __post_init__(self) -> None:
-        _check_whole("context (n_ctx)", self.n_ctx, N_CTX_RANGE, " tokens")
-        _check_whole("gpu_layers (n_gpu_layers)", self.n_gpu_layers, N_GPU_LAYERS_RANGE, " (-1 = all)")
-        _check_whole("threads (n_threads)", self.n_threads, N_THREADS_RANGE, " (0 = every core)")
+        for name in ("n_ctx", "n_gpu_layers", "n_threads", "flash_attn"):  # as declared (options.py)
+            LOAD_OPTIONS[name].check(getattr(self, name))
         _check_whole("batch (n_batch)", self.n_batch, N_BATCH_RANGE, " tokens")
         _check_whole("rollback_tokens", self.rollback_tokens, ROLLBACK_RANGE, " (0 = none)")
-        if not isinstance(self.flash_attn, str) or self.flash_attn not in FLASH_ATTN_MODES:
-            raise InputError.about(
-                "flash_attn", f"must be one of {', '.join(FLASH_ATTN_MODES)}, not {self.flash_attn!r}"
-            )
 
     def resolved_threads(self) -> int:
         return self.n_threads if self.n_threads > 0 else (os.cpu_count() or 1)

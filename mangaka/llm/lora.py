@@ -6,32 +6,24 @@ from __future__ import annotations
 import ctypes
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, LoraError
+from ..errors import LoraError
 from ..fileio import write_atomic
 from ..jsontext import MAX_DEPTH, exceeds_depth
 from .loading import LoadedModel, check_lora_file
 from .native import import_llama_cpp
+from .options import LOAD_OPTIONS
 
 # The in-process backend's messages keep the one logger name they had before it was split.
 log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
 
-LORA_SCALE_RANGE = (-4.0, 4.0)
 
-
-def check_lora_scale(scale: Any, label: str = "lora_scale") -> float:
-    """``scale`` as a float in ``LORA_SCALE_RANGE``, or ``InputError`` naming ``label``."""
-    low, high = LORA_SCALE_RANGE
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
-        raise InputError(f"{label} must be a number from {low:g} to {high:g}, got {scale!r}")
-    if not low <= scale <= high:
-        raise InputError(
-            f"{label} must be from {low:g} to {high:g} (1 = the adapter as trained), got {scale:g}"
-        )
-    return float(scale)
+def check_lora_scale(scale: Any, label: str | None = None) -> float:
+    """``scale`` as a float in its declared range (``options.py``), or ``InputError`` about
+    ``lora_scale``, named ``label`` (the field's own name by default)."""
+    return LOAD_OPTIONS["lora_scale"].check(scale, label)
 
 
 def manifest_path(lora: Path) -> Path:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import urllib.request
 
+import pytest
+
 from tests.comfy.browser import ComfyPage, require_browser
 from tests.comfy.harness import PACK_FOLDER
 from tests.comfy.locales import LOCALES, english, generated, missing_translations
@@ -19,24 +21,42 @@ def test_the_chinese_locale_covers_every_node_input_and_output(server):
     assert missing_translations(english(server.object_info()), ZH) == []
 
 
-def test_the_screenwriters_widgets_are_their_declarations(server):
-    """Each widget's default, range, choices and tooltip are its option's declaration
-    (``mangaka/screenplay/options.py``): a widget edited by hand in the node fails here."""
-    from mangaka.screenplay.options import OPTIONS
+# The nodes that show each declared set's widgets (mangaka/options.py).
+DECLARED_ON = {
+    "mangaka.screenplay.options:OPTIONS": ["MangakaScreenwriter", "MangakaSeriesCast"],
+    "mangaka.llm.options:LOAD_OPTIONS": ["MangakaLoadLLM", "MangakaDoctor"],
+    "mangaka.page.options:PAGE_OPTIONS": ["MangakaComposePage", "MangakaPreviewLayout"],
+    "mangaka.batch.options:BOOK_OPTIONS": ["MangakaSplitChapters", "MangakaRemoteLLM"],
+}
+
+
+@pytest.mark.parametrize("declared", sorted(DECLARED_ON))
+def test_the_widgets_are_their_declarations(server, declared):
+    """Each widget's default, range, step, choices and tooltip are its option's declaration, on every
+    node that shows it: a widget edited by hand in a node fails here."""
+    import importlib
+
     from tests.comfy.locales import _choices, _options
 
-    node = server.object_info()["MangakaScreenwriter"]["input"]
-    specs = {**node.get("required", {}), **node.get("optional", {})}
-    for o in OPTIONS.values():
-        if o.widget is None:
-            continue
-        spec = specs[o.widget]
-        got = _options(spec)
-        assert (got.get("default"), got.get("tooltip")) == (o.widget_default, o.help), o.field
-        if o.low is not None:
-            assert (got.get("min"), got.get("max")) == (o.low, o.high), o.field
-        else:
-            assert _choices(spec) == list(o.widget_choices), o.field
+    module, name = declared.split(":")
+    options = getattr(importlib.import_module(module), name)
+    info = server.object_info()
+    shown = set()
+    for node_id in DECLARED_ON[declared]:
+        node = info[node_id]["input"]
+        specs = {**node.get("required", {}), **node.get("optional", {})}
+        for o in options.values():
+            if o.widget is None or o.widget not in specs:
+                continue
+            shown.add(o.widget)
+            spec, got = specs[o.widget], _options(specs[o.widget])
+            assert (got.get("default"), got.get("tooltip")) == (o.widget_default, o.help), (node_id, o.field)
+            if o.low is not None:
+                assert (got.get("min"), got.get("max")) == (o.low, o.high), (node_id, o.field)
+                assert o.step is None or got.get("step") == o.step, (node_id, o.field)
+            elif o.choices:
+                assert _choices(spec) == list(o.widget_choices), (node_id, o.field)
+    assert shown == {o.widget for o in options.values() if o.widget}, "a declared widget on no node"
 
 
 def test_the_help_pages_are_current(server):

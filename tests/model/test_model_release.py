@@ -76,5 +76,5 @@ def test_release_after_each_run_frees_the_model_and_keep_loaded_does_not(qwen35m
 
 
 def test_an_unknown_memory_mode_names_the_choices(qwen35moe):
-    with pytest.raises(MangakaError, match="memory must be one of keep loaded, release after each run"):
+    with pytest.raises(MangakaError, match="memory must be one of: keep loaded, release after each run"):
         LlamaCppLLM(qwen35moe, SMALL, memory="sometimes")

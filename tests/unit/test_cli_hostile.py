@@ -122,7 +122,7 @@ def test_page_custom_size_from_the_command_line(tmp_path, caplog, capsys):
             ["--page", "custom", "--width", "100", "--height", "400"],
             "--width must be from 256 to 20000, got 100",
         ),
-        (["--page", "custom", "--width", "300", "--height", "-1"], "--height must be from 256 to 20000"),
+        (["--page", "custom", "--width", "300", "--height", "-1"], "--height must be from 0 to 20000"),
         (["--page", "custom", "--width", "300", "--height", "0"], "only direction 'vertical'"),
         (["--width", "300"], "add --page custom"),
     ]:

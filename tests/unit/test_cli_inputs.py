@@ -406,13 +406,13 @@ def test_load_options_check_themselves():
     from mangaka.errors import InputError
 
     for bad, message in [
-        ({"n_ctx": 511}, r"context \(n_ctx\) must be from 512 to 262144"),
-        ({"n_ctx": 262145}, r"context \(n_ctx\)"),
-        ({"n_ctx": 4096.0}, r"context \(n_ctx\) must be a whole number"),
-        ({"n_gpu_layers": 1001}, r"gpu_layers \(n_gpu_layers\) must be from -1 to 1000"),
-        ({"n_threads": 257}, r"threads \(n_threads\) must be from 0 to 256"),
+        ({"n_ctx": 511}, r"n_ctx must be from 512 to 262144"),
+        ({"n_ctx": 262145}, r"n_ctx must be from"),
+        ({"n_ctx": 4096.0}, r"n_ctx must be a whole number"),
+        ({"n_gpu_layers": 1001}, r"n_gpu_layers must be from -1 to 1000"),
+        ({"n_threads": 257}, r"n_threads must be from 0 to 256"),
         ({"n_batch": 0}, r"batch \(n_batch\)"),
-        ({"flash_attn": "yes"}, "flash_attn must be one of auto, on, off"),
+        ({"flash_attn": "yes"}, "flash_attn must be one of: auto, on, off"),
     ]:
         with pytest.raises(InputError, match=message):
             inprocess.LoadOptions(**bad)
@@ -451,7 +451,7 @@ def test_an_input_error_names_its_field_and_each_caller_names_it_its_own_way():
     assert str(caught.value.named("dialogue_lines")).startswith("dialogue_lines must be from 0 to ")
     with pytest.raises(InputError) as caught:
         LoadOptions(n_ctx=100)
-    assert caught.value.field == "n_ctx" and str(caught.value).startswith("context (n_ctx) must be from")
+    assert caught.value.field == "n_ctx" and str(caught.value).startswith("n_ctx must be from")
     with pytest.raises(InputError) as caught:
         ScreenplayRequest(sampling="bogus")
     assert caught.value.field == "sampling" and str(caught.value).startswith("sampling preset 'bogus'")

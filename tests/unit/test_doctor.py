@@ -263,9 +263,7 @@ def test_a_complete_model_is_loadable(tiny, tmp_path):
 
 @pytest.mark.parametrize("ctx", [-5, 0, 511, 262145])
 def test_a_context_out_of_the_load_llm_range_is_refused(ctx, tmp_path):
-    with pytest.raises(
-        InputError, match=rf"--ctx: context \(n_ctx\) must be from 512 to 262144 tokens, got {ctx}"
-    ):
+    with pytest.raises(InputError, match=rf"doctor --ctx must be from 512 to 262144 tokens, got {ctx}"):
         diagnose(None, ctx, fake_system(tmp_path, ["performance"], 1, 8 << 20))
 
 

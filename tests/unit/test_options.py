@@ -1,6 +1,7 @@
-"""The Screenwriter's options are declared once (``mangaka/screenplay/options.py``): the command line,
-the request, eval's ``--compare`` keys, the docs' table and the Chinese tooltips agree with each
-declaration (the node's widgets are compared in the comfy tier, ``tests/comfy/test_locales.py``)."""
+"""Every user-facing option is declared once (``mangaka/options.py``): the Screenwriter's, Load LLM's,
+Compose Page's and the book's. The command line's flags, the engine's defaults and range checks,
+eval's ``--compare`` keys, the docs' tables and the Chinese tooltips agree with each declaration
+(the nodes' widgets are compared in the comfy tier, ``tests/comfy/test_locales.py``)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,50 @@ from pathlib import Path
 import pytest
 
 from mangaka.__main__ import build_parser
+from mangaka.batch.options import BOOK_OPTIONS
+from mangaka.devtools.docs import option_tables
 from mangaka.errors import InputError
 from mangaka.evaluate.cli import COMPARE_KEYS
-from mangaka.screenplay.options import OPTIONS, Option, option_table
+from mangaka.llm.loading import LoadOptions
+from mangaka.llm.options import LOAD_OPTIONS
+from mangaka.options import Option, option_table
+from mangaka.page.layout import LayoutOptions
+from mangaka.page.options import AUTOMATIC, LAYOUT_FIELDS, PAGE_OPTIONS, layout_from, lettering_from
+from mangaka.screenplay.options import OPTIONS
 from mangaka.screenplay.request import ScreenplayRequest
 
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-FLAGGED = [o for o in OPTIONS.values() if o.flag]
-# Commands that set some defaults of their own (and say so in their help, through %(default)s).
-OWN_DEFAULTS = {"demo": {"panels": 4, "dialogue": 6}, "eval": {"panels": None, "dialogue": None}}
+# Each command: the declared sets whose flags it has (None: every flag of the set), and the
+# defaults it sets itself (said in its help through %(default)s).
+COMMANDS = {
+    "write": [(OPTIONS, None), (LOAD_OPTIONS, set(LOAD_OPTIONS) - {"memory"})],
+    "demo": [(OPTIONS, None), (LOAD_OPTIONS, set(LOAD_OPTIONS) - {"memory"})],
+    "book": [
+        (OPTIONS, None),
+        (LOAD_OPTIONS, set(LOAD_OPTIONS) - {"memory"}),
+        (BOOK_OPTIONS, {"chapters", "concurrency"}),
+    ],
+    "eval": [(OPTIONS, None)],
+    "page": [(PAGE_OPTIONS, None)],
+    "doctor": [(LOAD_OPTIONS, {"n_ctx"})],
+    "queue": [(BOOK_OPTIONS, {"chapters", "max_chars"})],
+}
+OWN_DEFAULTS = {
+    "demo": {"panels": 4, "dialogue": 6},
+    "eval": {"panels": None, "dialogue": None},
+    "page": {"width": None, "height": None},
+    "book": {"chapters": None},
+    "queue": {"chapters": None},
+}
+# The nodes that show each set's widgets (the zh tooltips must be the declared ones on each).
+NODES = {
+    "screenwriter": (OPTIONS, ["MangakaScreenwriter", "MangakaSeriesCast"]),
+    "load": (LOAD_OPTIONS, ["MangakaLoadLLM", "MangakaDoctor"]),
+    "page": (PAGE_OPTIONS, ["MangakaComposePage", "MangakaPreviewLayout"]),
+    "book": (BOOK_OPTIONS, ["MangakaSplitChapters", "MangakaRemoteLLM"]),
+}
 
 
 def actions(command: str) -> dict[str, argparse.Action]:
@@ -31,16 +65,19 @@ def actions(command: str) -> dict[str, argparse.Action]:
     return {flag: a for a in sub._actions for flag in a.option_strings}
 
 
-@pytest.mark.parametrize("command", ["write", "demo", "book", "eval"])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_flag_is_its_declaration(command):
     found = actions(command)
-    for o in FLAGGED:
-        action = found[o.flag]
-        default = OWN_DEFAULTS.get(command, {}).get(o.field, o.default)
-        assert (action.dest, action.default) == (o.dest, default), o.field
-        expected = list(o.choices) if o.choices and o.strict else None
-        assert (list(action.choices) if action.choices else None) == expected, o.field
-        assert o.help in action.help, o.field
+    for declared, only in COMMANDS[command]:
+        for o in declared.values():
+            if o.flag is None or (only is not None and o.field not in only):
+                continue
+            action = found[o.flag]
+            default = OWN_DEFAULTS.get(command, {}).get(o.field, o.default)
+            assert (action.dest, action.default) == (o.dest, default), (command, o.field)
+            expected = list(o.choices) if o.choices and o.strict else None
+            assert (list(action.choices) if action.choices else None) == expected, o.field
+            assert o.help.replace("%", "%%") in action.help, o.field
 
 
 def test_the_request_takes_its_defaults_and_ranges_from_the_declarations():
@@ -55,24 +92,86 @@ def test_the_request_takes_its_defaults_and_ranges_from_the_declarations():
             assert ScreenplayRequest(**{o.field: o.high}) is not None
 
 
+def test_load_options_take_their_defaults_and_ranges_from_the_declarations():
+    defaults = LoadOptions()
+    for name in ("n_ctx", "n_gpu_layers", "n_threads", "flash_attn"):
+        o = LOAD_OPTIONS[name]
+        assert getattr(defaults, name) == o.default, name
+        bad = o.high + 1 if o.low is not None else "sometimes"
+        with pytest.raises(InputError) as caught:
+            LoadOptions(**{name: bad})
+        assert caught.value.field == name
+        assert LoadOptions(**{name: o.high if o.low is not None else o.choices[-1]}) is not None
+    from mangaka.llm.inprocess import check_lora_scale
+
+    assert check_lora_scale(LOAD_OPTIONS["lora_scale"].high) == 4.0
+    with pytest.raises(InputError, match=r"--lora-scale must be from -4 to 4, got 4\.5"):
+        check_lora_scale(4.5, "--lora-scale")
+
+
+def test_the_layout_takes_its_defaults_and_ranges_from_the_declarations():
+    defaults = LayoutOptions()
+    declared = {name: PAGE_OPTIONS[name].default for name in LAYOUT_FIELDS}
+    made = layout_from(declared)
+    for name in LAYOUT_FIELDS:
+        if name in ("width", "height"):
+            continue  # a preset's size: used only with a custom page
+        expected = None if name in AUTOMATIC else declared[name]
+        assert getattr(defaults, name) == getattr(made, name) == expected, name
+    custom = layout_from({**declared, "page": "custom"})
+    assert (custom.width, custom.height) == (PAGE_OPTIONS["width"].default, PAGE_OPTIONS["height"].default)
+    for name in ("panels_per_page", "margin", "gutter", "bleed"):
+        with pytest.raises(InputError) as caught:
+            layout_from({**declared, name: PAGE_OPTIONS[name].high + 1})
+        assert caught.value.field == name
+    lettering, drawing = lettering_from(
+        {**declared, **{n: PAGE_OPTIONS[n].default for n in PAGE_OPTIONS}}, "zh"
+    )
+    assert (lettering.vertical, lettering.max_font_size, drawing) == (
+        False,
+        None,
+        {"letter": True, "border": None},
+    )
+    with pytest.raises(InputError) as caught:
+        lettering_from({**{n: o.default for n, o in PAGE_OPTIONS.items()}, "border": 101}, "en")
+    assert caught.value.field == "border"
+
+
+def test_the_book_options_check_their_ranges():
+    for o in BOOK_OPTIONS.values():
+        if o.low is not None:
+            with pytest.raises(InputError, match=f"{o.flag} must be from {o.low} to {o.high}"):
+                o.check(o.high + 1, o.flag)
+            assert o.check(o.low) == o.low
+
+
 def test_compare_keys_are_the_declared_flags():
-    for o in FLAGGED:
-        assert (o.dest in COMPARE_KEYS) == o.compare, o.field
-        if o.compare:
-            assert COMPARE_KEYS[o.dest][0] == o.dest
-
-
-def test_the_chinese_tooltips_are_the_declared_ones():
-    zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
-    inputs = zh["MangakaScreenwriter"]["inputs"]
     for o in OPTIONS.values():
-        if o.widget:
-            assert inputs[o.widget].get("tooltip") == o.help_zh, o.field
-        assert o.help_zh and o.help, o.field
+        if o.flag:
+            assert (o.dest in COMPARE_KEYS) == o.compare, o.field
+            if o.compare:
+                assert COMPARE_KEYS[o.dest][0] == o.dest
 
 
-def test_the_docs_table_is_generated_from_the_declarations():
-    assert option_table() in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_the_chinese_tooltips_are_the_declared_ones(name):
+    declared, nodes = NODES[name]
+    zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+    by_widget = {o.widget: o for o in declared.values() if o.widget}
+    seen = set()
+    for node in nodes:
+        for widget, entry in zh[node]["inputs"].items():
+            if widget in by_widget:
+                assert entry.get("tooltip") == by_widget[widget].help_zh, (node, widget)
+                seen.add(widget)
+    assert seen == set(by_widget), f"declared widgets on none of {nodes}: {set(by_widget) - seen}"
+    assert all(o.help_zh and o.help for o in declared.values())
+
+
+def test_the_docs_tables_are_generated_from_the_declarations():
+    assert option_tables() in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    for declared in (OPTIONS, LOAD_OPTIONS, PAGE_OPTIONS, BOOK_OPTIONS):
+        assert option_table(declared) in option_tables()
 
 
 def test_a_changed_declaration_is_seen_everywhere(monkeypatch):
@@ -82,5 +181,23 @@ def test_a_changed_declaration_is_seen_everywhere(monkeypatch):
     assert actions("write")["--attempts"].default == 5
     with pytest.raises(InputError, match="max_attempts must be from 1 to 7"):
         ScreenplayRequest(max_attempts=8)
-    assert "| `max_attempts` | `--attempts` | `max_attempts` | `5` | 1 to 7 |" in option_table()
+    assert "| `max_attempts` | `--attempts` | `max_attempts` | `5` | 1 to 7 |" in option_table(OPTIONS)
+    ctx = dataclasses.replace(LOAD_OPTIONS["n_ctx"], high=4096)
+    monkeypatch.setitem(LOAD_OPTIONS, "n_ctx", ctx)
+    with pytest.raises(InputError, match="n_ctx must be from 512 to 4096 tokens"):
+        LoadOptions(n_ctx=8192)
+    assert "4096" in actions("write")["--ctx"].help
     assert isinstance(changed, Option)
+
+
+def test_a_value_of_the_wrong_kind_is_refused_with_its_name():
+    for o, bad in (
+        (LOAD_OPTIONS["n_threads"], 2.5),
+        (LOAD_OPTIONS["n_threads"], True),
+        (LOAD_OPTIONS["lora_scale"], float("nan")),
+        (PAGE_OPTIONS["weighted"], "yes"),
+        (PAGE_OPTIONS["direction"], "up"),
+    ):
+        with pytest.raises(InputError) as caught:
+            o.check(bad, o.widget)
+        assert caught.value.field == o.field and str(caught.value).startswith(f"{o.widget} must be")

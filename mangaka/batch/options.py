@@ -1,0 +1,32 @@
+"""The book's options, each declared once (``mangaka/options.py`` says what comes from them): how a
+book is cut into chapters, which of them run, and how many requests are in flight at once. The
+flags of ``book`` and ``queue`` and the widgets of Split Chapters (``max_chars``, ``chapters``) and
+Remote LLM (``concurrency``) are made from here.
+"""
+
+from __future__ import annotations
+
+from ..chapters import DEFAULT_MAX_CHARS
+from ..options import Option, declare
+
+MAX_CONCURRENCY = 64
+
+BOOK_OPTIONS = declare(
+    Option(
+        "chapters", "", "Which chapters to output, by position: 3-7, 1,3,5-6, 4- or -2. Empty = all.",
+        "输出哪些章节（按位置）：3-7、1,3,5-6、4- 或 -2。空 = 全部。",
+        flag="--chapters", widget="chapters", metavar="RANGE",
+    ),
+    Option(
+        "max_chars", DEFAULT_MAX_CHARS,
+        "Only for books without chapter headings: the book is cut into parts of at most this many "
+        "characters, at paragraph and sentence ends. Chapters found by headings are never cut.",
+        "只用于没有章节标题的书：在段落和句子结尾处切成每段最多这么多字符。按标题找到的章节绝不切开。",
+        low=500, high=200_000, flag="--max-chars", widget="max_chars", metavar="CHARS",
+    ),
+    Option(
+        "concurrency", 1, "Requests in flight at once (a book: chapters written side by side)",
+        "同时发出的请求数（整本书：并行写的章节数）",
+        low=1, high=MAX_CONCURRENCY, flag="--concurrency", widget="concurrency",
+    ),
+)  # fmt: skip

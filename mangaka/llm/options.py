@@ -1,0 +1,64 @@
+"""Load LLM's options, each declared once (``mangaka/options.py`` says what comes from them): how a
+GGUF model is loaded and run in this process. ``LoadOptions`` (``loading.py``) takes its defaults
+and range checks from here, the command line's ``--ctx --gpu-layers --threads --flash-attn
+--lora-scale --jump-forward`` and the Load LLM node's widgets are made from here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..options import Option, declare
+from .decode import DEFAULT_JUMP_FORWARD, JUMP_FORWARD
+
+DEFAULT_N_CTX = 32768
+FlashAttn = Literal["auto", "on", "off"]
+FLASH_ATTN_MODES: tuple[str, ...] = ("auto", "on", "off")
+# What happens to the model between runs (the Load LLM node's ``memory`` widget).
+KEEP_LOADED = "keep loaded"  # freed only when another model needs the memory (ComfyUI's hook)
+RELEASE_AFTER_RUN = "release after each run"  # freed when each node that used it finishes
+MEMORY_MODES: tuple[str, ...] = (KEEP_LOADED, RELEASE_AFTER_RUN)
+
+LOAD_OPTIONS = declare(
+    Option(
+        "n_ctx", DEFAULT_N_CTX, "Context window in tokens; capped at the model's trained length",
+        "上下文窗口（token 数）；不超过模型训练时的长度",
+        low=512, high=262144, meaning=" tokens", flag="--ctx", widget="context", step=512,
+    ),  # Qwen3.5's trained context is 262144
+    Option(
+        "n_gpu_layers", -1, "Layers offloaded to the GPU; -1 = all (ignored by a CPU-only build)",
+        "放到 GPU 上的层数；-1 = 全部（纯 CPU 版本忽略此项）",
+        low=-1, high=1000, flag="--gpu-layers", widget="gpu_layers",
+    ),
+    Option(
+        "n_threads", 0, "CPU threads; 0 = every core", "CPU 线程数；0 = 所有核心",
+        low=0, high=256, flag="--threads", widget="threads",
+    ),
+    Option(
+        "flash_attn", "auto", "auto: on where the device supports it (llama.cpp's default); on/off force it",
+        "auto：设备支持时开启（llama.cpp 的默认）；on/off 强制开关",
+        choices=FLASH_ATTN_MODES, flag="--flash-attn", widget="flash_attention",
+    ),
+    Option(
+        "lora_scale", 1.0, "LoRA strength; 1 = the adapter as trained", "LoRA 强度；1 = 按训练时的强度",
+        low=-4.0, high=4.0, flag="--lora-scale",
+        widget="lora_strength", step=0.05,
+    ),
+    Option(
+        "memory", KEEP_LOADED,
+        "keep loaded: freed only when ComfyUI needs the memory for its own models (loaded again on "
+        "next use). release after each run: freed as soon as each node that used it finishes, for a "
+        "GPU too small for the LLM and the image model together",
+        "keep loaded：只有 ComfyUI 自己的模型需要内存时才释放（下次使用时重新加载）。release after each "
+        "run：用完它的节点一结束就释放，适合放不下 LLM 和图像模型的 GPU",
+        choices=MEMORY_MODES, widget="memory",
+    ),
+    Option(
+        "jump_forward", DEFAULT_JUMP_FORWARD,
+        "The tokens a schema forces, in one batch: exact = verified, the same output; canonical = "
+        "unverified, faster, other output; off = one token at a time",
+        "schema 强制的 token 一次批量解码：exact = 逐一验证，输出不变；canonical = 不验证，更快，输出会变；"
+        "off = 逐个 token 解码",
+        choices=JUMP_FORWARD, flag="--jump-forward",
+    ),
+)  # fmt: skip

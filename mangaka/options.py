@@ -1,0 +1,194 @@
+"""User-facing options, each declared once: its engine field, command-line flag, node widget, default,
+range or choices, and its help in English and Chinese.
+
+Four sets are declared with ``Option``: the Screenwriter's (``screenplay/options.py``), Load LLM's
+(``llm/options.py``), Compose Page's (``page/options.py``) and the book's (``batch/options.py``).
+From each declaration come the command-line flags (``add_flags``), the node widgets
+(``nodes/_comfy.py:widget``), the engine's range checks (``Option.check``), the option tables in
+``docs/cli.md`` (``option_table``) and the Chinese tooltips in ``locales/zh/nodeDefs.json``
+(checked against ``help_zh``). ``tests/unit/test_options.py`` and ``tests/comfy/test_locales.py``
+fail when a flag, a widget, a doc table or a locale entry disagrees with its declaration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option. ``low``/``high``: a number's range (a whole number's unless the default is a
+    float); ``meaning``: what its special values mean, said after the range (`` (-1 = all)``);
+    ``auto``: the word ``auto`` is taken too (a count from the chapter; the command line only);
+    ``choices``: the values a text option takes (``strict``: the command line refuses others itself;
+    otherwise the engine refuses them, listing the choices); ``labels``: the node's words for the
+    choices, in their order. ``flag``/``widget``: its name on the command line and on its node (None:
+    not there). ``step``: the widget's step. ``compare``: an ``eval --compare`` key (Screenwriter
+    options only)."""
+
+    field: str
+    default: Any
+    help: str
+    help_zh: str
+    low: float | None = None
+    high: float | None = None
+    meaning: str = ""
+    auto: bool = False
+    choices: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    strict: bool = True
+    flag: str | None = None
+    widget: str | None = None
+    metavar: str | None = None
+    step: float | None = None
+    compare: bool = False
+
+    @property
+    def kind(self) -> str:
+        """``bool``, ``float``, ``int``, ``choice`` or ``text``: the widget and the flag's type."""
+        if isinstance(self.default, bool):
+            return "bool"
+        if isinstance(self.default, float):
+            return "float"
+        if self.low is not None:
+            return "int"
+        return "choice" if self.choices else "text"
+
+    @property
+    def widget_choices(self) -> dict[str, str]:
+        """The node's combo values → the engine's values."""
+        return dict(zip(self.labels or self.choices, self.choices, strict=True))
+
+    @property
+    def widget_default(self) -> Any:
+        """The widget's default: the default, in the node's words for a choice."""
+        if not self.choices or self.default is None:
+            return self.default
+        return (self.labels or self.choices)[self.choices.index(self.default)]
+
+    @property
+    def dest(self) -> str:
+        """The ``argparse`` attribute its flag sets."""
+        return (self.flag or "").lstrip("-").replace("-", "_")
+
+    def bounds(self) -> str:
+        """``512 to 262144``, ``-4 to 4``: the range as the messages and tables say it."""
+        return f"{_number(self.low)} to {_number(self.high)}"
+
+    def flag_help(self, default: Any = ...) -> str:
+        """The command line's help: the help, the range (and ``auto``), the default (``default``: a
+        command's own, else the declared one)."""
+        bounds = f"; {self.bounds()}{self.meaning}" if self.low is not None else ""
+        auto = " or auto (counted from the chapter)" if self.auto else ""
+        text = self.help.replace("%", "%%")  # argparse formats the help with %
+        if self.kind == "bool":
+            return text
+        default = self.default if default is ... else default
+        said = "unset by default" if default in (None, "") else "default %(default)s"
+        return f"{text}{bounds}{auto} ({said})"
+
+    def check(self, value: Any, label: str | None = None) -> Any:
+        """``value`` if it is in the declared range or choices, else ``InputError`` about the field
+        (``label``: how the message names it, the field by default)."""
+        kind = self.kind
+        if kind in ("int", "float"):
+            number = (int, float) if kind == "float" else int
+            if isinstance(value, bool) or not isinstance(value, number) or not math.isfinite(value):
+                noun = "a number" if kind == "float" else "a whole number"
+                raise InputError.about(
+                    self.field, f"must be {noun} from {self.bounds()}{self.meaning}, got {value!r}", label
+                )
+            if not self.low <= value <= self.high:
+                raise InputError.about(
+                    self.field, f"must be from {self.bounds()}{self.meaning}, got {_number(value)}", label
+                )
+            return float(value) if kind == "float" else value
+        if kind == "bool" and not isinstance(value, bool):
+            raise InputError.about(self.field, f"must be true or false, got {value!r}", label)
+        if self.choices and value not in self.choices:
+            raise InputError.about(
+                self.field, f"must be one of: {', '.join(self.choices)}; got {value!r}", label
+            )
+        return value
+
+
+def _number(value: float | None) -> str:
+    """A whole number as written, a float without trailing zeros (``-4``, ``0.05``)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def declare(*options: Option) -> dict[str, Option]:
+    """A set of options by field, in the order given (the order of flags, widgets and tables)."""
+    return {o.field: o for o in options}
+
+
+def flag_names(options: Mapping[str, Option]) -> dict[str, str]:
+    """field → flag, for ``InputError.renamed``."""
+    return {o.field: o.flag for o in options.values() if o.flag}
+
+
+def widget_names(options: Mapping[str, Option]) -> dict[str, str]:
+    """field → widget, for ``InputError.renamed``."""
+    return {o.field: o.widget for o in options.values() if o.widget}
+
+
+def count_or_auto(text: str) -> int | str:
+    """A count on the command line: a whole number, else the text as given (``auto``; the engine
+    checks it and names the option)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def add_flags(
+    p: argparse.ArgumentParser, options: Mapping[str, Option], defaults: Mapping[str, Any] | None = None
+) -> None:
+    """The flags of every option in ``options`` that has one, from its declaration (``defaults``: a
+    command's own defaults by field, said in its help)."""
+    for o in options.values():
+        if o.flag is None:
+            continue
+        default = (defaults or {}).get(o.field, o.default)
+        kwargs: dict[str, Any] = {"default": default, "help": o.flag_help(default), "dest": o.dest}
+        if o.kind == "bool":
+            kwargs["action"] = argparse.BooleanOptionalAction if default else "store_true"
+        elif o.kind == "float":
+            kwargs["type"] = float
+        elif o.kind == "int":
+            kwargs["type"] = count_or_auto if o.auto else int
+        if o.choices and o.strict:
+            kwargs["choices"] = o.choices
+        elif o.choices:
+            kwargs["help"] += f"; one of: {', '.join(o.choices)}"
+        if o.metavar:
+            kwargs["metavar"] = o.metavar
+        p.add_argument(o.flag, **kwargs)
+
+
+def fields_from_args(args: argparse.Namespace, options: Mapping[str, Option]) -> dict[str, Any]:
+    """The engine's fields the command line set (every option of ``options`` with a flag)."""
+    return {o.field: getattr(args, o.dest) for o in options.values() if o.flag and hasattr(args, o.dest)}
+
+
+def option_table(options: Mapping[str, Option]) -> str:
+    """The options as a Markdown table (``docs/cli.md``)."""
+    rows = ["| option | flag | node widget | default | values | help |", "|---|---|---|---|---|---|"]
+    for o in options.values():
+        if o.low is not None:
+            values = o.bounds() + (" or `auto`" if o.auto else "") + o.meaning
+        elif o.kind == "bool":
+            values = "`true`, `false`"
+        else:
+            values = ", ".join(f"`{c}`" for c in o.choices) or "text"
+        flag = f"`{o.flag}`" if o.flag else ""
+        widget = f"`{o.widget}`" if o.widget else ""
+        default = "empty" if o.default == "" else f"`{o.default}`"
+        rows.append(f"| `{o.field}` | {flag} | {widget} | {default} | {values} | {o.help} |")
+    return "\n".join(rows) + "\n"

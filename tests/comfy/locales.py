@@ -1,6 +1,7 @@
 """The nodes' words in ComfyUI's own interface: English and Chinese locales and help pages.
 
     .venv/bin/python tests/comfy/locales.py     # rewrite the help pages (and docs/nodes.md) from the nodes
+                                                # and the declared options' Chinese tooltips
 
 ComfyUI serves a custom node pack's ``locales/<lang>/nodeDefs.json`` at ``/i18n`` (the front end
 shows node titles, input and output names and tooltips in the user's language) and its help pages
@@ -27,6 +28,37 @@ HEADINGS = {
     "en": {"inputs": "Inputs", "outputs": "Outputs", "optional": "optional", "choices": "choices"},
     "zh": {"inputs": "输入", "outputs": "输出", "optional": "可选", "choices": "可选值"},
 }
+
+
+# The nodes that show each declared option set's widgets (mangaka/options.py): their Chinese
+# tooltips are written from the declarations' help_zh (with_declared_tooltips).
+DECLARED_ON = {
+    "mangaka.screenplay.options:OPTIONS": ("MangakaScreenwriter", "MangakaSeriesCast"),
+    "mangaka.llm.options:LOAD_OPTIONS": ("MangakaLoadLLM", "MangakaDoctor"),
+    "mangaka.page.options:PAGE_OPTIONS": ("MangakaComposePage", "MangakaPreviewLayout"),
+    "mangaka.batch.options:BOOK_OPTIONS": ("MangakaSplitChapters", "MangakaRemoteLLM"),
+}
+
+
+def declared(target: str) -> dict[str, Any]:
+    """One declared option set, by ``module:NAME``."""
+    import importlib
+
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def with_declared_tooltips(zh: dict[str, Any]) -> dict[str, Any]:
+    """The Chinese locale with each declared widget's tooltip from its declaration, on every node
+    that shows it (the rest as written by hand)."""
+    out = json.loads(json.dumps(zh))
+    for target, nodes in DECLARED_ON.items():
+        by_widget = {o.widget: o for o in declared(target).values() if o.widget}
+        for node in nodes:
+            for widget, entry in out[node]["inputs"].items():
+                if widget in by_widget:
+                    entry["tooltip"] = by_widget[widget].help_zh
+    return out
 
 
 def ours(object_info: dict[str, Any]) -> dict[str, Any]:
@@ -150,14 +182,16 @@ def main() -> int:
             info = server.get_json("/object_info")
         finally:
             server.stop()
-    for path, text in generated(info).items():
+    locale = LOCALES / "zh" / "nodeDefs.json"
+    zh = with_declared_tooltips(json.loads(locale.read_text(encoding="utf-8")))
+    locale.write_text(json.dumps(zh, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    for path, text in generated(info).items():  # the Chinese pages read the locale just written
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     from mangaka.devtools import docs
 
     for path, text in docs.pages().items():  # docs/nodes.md is made from the help pages just written
         path.write_text(text, encoding="utf-8")
-    zh = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
     for problem in missing_translations(english(info), zh):
         sys.stderr.write(f"locales/zh: {problem}\n")
     return 0

@@ -12,7 +12,7 @@ import pytest
 
 from tests.comfy.browser import ComfyPage, require_browser
 from tests.comfy.harness import PACK_FOLDER
-from tests.comfy.locales import LOCALES, english, generated, missing_translations
+from tests.comfy.locales import DECLARED_ON, LOCALES, declared, english, generated, missing_translations
 
 ZH = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
 
@@ -21,28 +21,16 @@ def test_the_chinese_locale_covers_every_node_input_and_output(server):
     assert missing_translations(english(server.object_info()), ZH) == []
 
 
-# The nodes that show each declared set's widgets (mangaka/options.py).
-DECLARED_ON = {
-    "mangaka.screenplay.options:OPTIONS": ["MangakaScreenwriter", "MangakaSeriesCast"],
-    "mangaka.llm.options:LOAD_OPTIONS": ["MangakaLoadLLM", "MangakaDoctor"],
-    "mangaka.page.options:PAGE_OPTIONS": ["MangakaComposePage", "MangakaPreviewLayout"],
-    "mangaka.batch.options:BOOK_OPTIONS": ["MangakaSplitChapters", "MangakaRemoteLLM"],
-}
-
-
-@pytest.mark.parametrize("declared", sorted(DECLARED_ON))
-def test_the_widgets_are_their_declarations(server, declared):
+@pytest.mark.parametrize("target", sorted(DECLARED_ON))
+def test_the_widgets_are_their_declarations(server, target):
     """Each widget's default, range, step, choices and tooltip are its option's declaration, on every
     node that shows it: a widget edited by hand in a node fails here."""
-    import importlib
-
     from tests.comfy.locales import _choices, _options
 
-    module, name = declared.split(":")
-    options = getattr(importlib.import_module(module), name)
+    options = declared(target)
     info = server.object_info()
     shown = set()
-    for node_id in DECLARED_ON[declared]:
+    for node_id in DECLARED_ON[target]:
         node = info[node_id]["input"]
         specs = {**node.get("required", {}), **node.get("optional", {})}
         for o in options.values():

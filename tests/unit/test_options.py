@@ -24,6 +24,7 @@ from mangaka.page.layout import LayoutOptions
 from mangaka.page.options import AUTOMATIC, LAYOUT_FIELDS, PAGE_OPTIONS, layout_from, lettering_from
 from mangaka.screenplay.options import OPTIONS
 from mangaka.screenplay.request import ScreenplayRequest
+from tests.comfy.locales import DECLARED_ON, declared, with_declared_tooltips
 
 pytestmark = pytest.mark.unit
 
@@ -50,13 +51,6 @@ OWN_DEFAULTS = {
     "book": {"chapters": None},
     "queue": {"chapters": None},
 }
-# The nodes that show each set's widgets (the zh tooltips must be the declared ones on each).
-NODES = {
-    "screenwriter": (OPTIONS, ["MangakaScreenwriter", "MangakaSeriesCast"]),
-    "load": (LOAD_OPTIONS, ["MangakaLoadLLM", "MangakaDoctor"]),
-    "page": (PAGE_OPTIONS, ["MangakaComposePage", "MangakaPreviewLayout"]),
-    "book": (BOOK_OPTIONS, ["MangakaSplitChapters", "MangakaRemoteLLM"]),
-}
 
 
 def actions(command: str) -> dict[str, argparse.Action]:
@@ -68,8 +62,8 @@ def actions(command: str) -> dict[str, argparse.Action]:
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_flag_is_its_declaration(command):
     found = actions(command)
-    for declared, only in COMMANDS[command]:
-        for o in declared.values():
+    for options, only in COMMANDS[command]:
+        for o in options.values():
             if o.flag is None or (only is not None and o.field not in only):
                 continue
             action = found[o.flag]
@@ -153,25 +147,30 @@ def test_compare_keys_are_the_declared_flags():
                 assert COMPARE_KEYS[o.dest][0] == o.dest
 
 
-@pytest.mark.parametrize("name", sorted(NODES))
-def test_the_chinese_tooltips_are_the_declared_ones(name):
-    declared, nodes = NODES[name]
+@pytest.mark.parametrize("target", sorted(DECLARED_ON))
+def test_the_chinese_tooltips_are_the_declared_ones(target):
+    """The locale's tooltips of declared widgets are written from the declarations
+    (``tests/comfy/locales.py``); each declared widget is on one of the nodes said to show it."""
     zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
-    by_widget = {o.widget: o for o in declared.values() if o.widget}
-    seen = set()
-    for node in nodes:
-        for widget, entry in zh[node]["inputs"].items():
-            if widget in by_widget:
-                assert entry.get("tooltip") == by_widget[widget].help_zh, (node, widget)
-                seen.add(widget)
-    assert seen == set(by_widget), f"declared widgets on none of {nodes}: {set(by_widget) - seen}"
-    assert all(o.help_zh and o.help for o in declared.values())
+    assert with_declared_tooltips(zh) == zh, "run .venv/bin/python tests/comfy/locales.py"
+    options = declared(target)
+    shown = {w for node in DECLARED_ON[target] for w in zh[node]["inputs"]}
+    assert {o.widget for o in options.values() if o.widget} <= shown
+    assert all(o.help_zh and o.help for o in options.values())
+
+
+def test_a_changed_chinese_help_is_written_into_the_locale(monkeypatch):
+    zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+    monkeypatch.setitem(
+        LOAD_OPTIONS, "n_threads", dataclasses.replace(LOAD_OPTIONS["n_threads"], help_zh="线程")
+    )
+    assert with_declared_tooltips(zh)["MangakaLoadLLM"]["inputs"]["threads"]["tooltip"] == "线程"
 
 
 def test_the_docs_tables_are_generated_from_the_declarations():
     assert option_tables() in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    for declared in (OPTIONS, LOAD_OPTIONS, PAGE_OPTIONS, BOOK_OPTIONS):
-        assert option_table(declared) in option_tables()
+    for options in (OPTIONS, LOAD_OPTIONS, PAGE_OPTIONS, BOOK_OPTIONS):
+        assert option_table(options) in option_tables()
 
 
 def test_a_changed_declaration_is_seen_everywhere(monkeypatch):

@@ -139,9 +139,7 @@ def plan_balloons(
     problems: list[str] = []
     chosen = None
     if area is not None and not Box.of(area).empty:
-        # A band beside a card's text is short: a balloon may take all of its height.
-        band = replace(_setting(area, options, page_width, panel_id), cap_h=1.0)
-        chosen = _layout_in(band, order)
+        chosen = _in_band(area, options, page_width, panel_id, order)
         if chosen is None:
             problems.append(
                 f"{setting.where}: its balloons do not fit beside its storyboard card's header and text "
@@ -168,6 +166,26 @@ def plan_balloons(
     for problem in problems:
         log.warning("Lettering: %s", problem)
     return plans, problems
+
+
+def balloons_fit(area: Any, lines: Sequence[LineSpec], options: LetteringOptions, page_width: int) -> bool:
+    """Whether the balloons of ``lines`` all fit whole in ``area`` (a storyboard card's free band),
+    as :func:`plan_balloons` would place them there."""
+    check_options(options)
+    if not lines:
+        return True
+    return (
+        not Box.of(area).empty
+        and _in_band(area, options, page_width, None, _reading_order(lines)) is not None
+    )
+
+
+def _in_band(
+    area: Any, options: LetteringOptions, page_width: int, panel_id: str | None, order: list[_Item]
+) -> tuple[_Setting, _Fits, Layout] | None:
+    # A band beside a card's text is short: a balloon may take all of its height.
+    band = replace(_setting(area, options, page_width, panel_id), cap_h=1.0)
+    return _layout_in(band, order)
 
 
 def _layout_in(s: _Setting, order: list[_Item], whole: bool = False) -> tuple[_Setting, _Fits, Layout] | None:

@@ -24,6 +24,7 @@ from ..errors import InputError
 from ..fileio import write_atomic
 from ..screenplay.models import Panel, Screenplay
 from .calm import CalmMap, calm_map
+from .cards import free_band
 from .fonts import load_font
 from .layout import LayoutOptions, PageLayout, Rect, layout_pages, layout_to_dict, text_order
 from .lettering import BalloonPlan, LetteringOptions, LineSpec, draw_balloons, plan_balloons
@@ -48,12 +49,17 @@ class ComposedPages:
     balloons: dict[str, list[BalloonPlan]] = field(default_factory=dict)  # panel id -> its balloons
     problems: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    # Storyboard pages: each card's header and text rows by frame id (white), where balloons keep off.
+    card_masks: dict[str, Image.Image] = field(default_factory=dict)
 
     def layout_json(self) -> dict[str, Any]:
         return layout_to_dict(self.layout)
 
     def report(self) -> str:
-        head = f"{len(self.pages)} pages, {sum(len(p.frames) for p in self.layout)} panels"
+        from .cards import parse_part
+
+        panels = {parse_part(f.panel_id)[0] for p in self.layout for f in p.frames}
+        head = f"{len(self.pages)} pages, {len(panels)} panels"
         return "\n".join([head, *(f"- {p}" for p in self.problems)])
 
 
@@ -95,23 +101,6 @@ def cover(image: Image.Image, width: int, height: int) -> Image.Image:
     left, top = (w - width) // 2, (h - height) // 2
     resized = image.convert("RGB").resize((w, h), Image.Resampling.LANCZOS, reducing_gap=3.0)
     return resized.crop((left, top, left + width, top + height))
-
-
-def free_band(mask: Image.Image, rect: Rect) -> Rect:
-    """The tallest band of whole rows that ``mask`` (the frame's size) leaves free, on the page."""
-    import numpy as np
-
-    rows = (~np.asarray(mask.convert("L")).any(axis=1)).tolist()  # True: nothing masked on the row
-    best = (0, 0)
-    start = None
-    for y, free in enumerate([*rows, False]):
-        if free and start is None:
-            start = y
-        elif not free and start is not None:
-            best = max(best, (y - start, start))
-            start = None
-    height, top = best
-    return Rect(rect.x, rect.y + top, rect.w, height)
 
 
 def speaker_positions(panel: Panel, direction: str) -> dict[str, float]:
@@ -190,21 +179,16 @@ def compose_pages(
     where the picture is calmest (``calm.py``; ``calm=False``: where they are packed, top first)."""
     layout = layout or LayoutOptions()
     started = time.perf_counter()
-    pages_layout = layout_pages(screenplay.panels, layout)
-    result = ComposedPages([], pages_layout)
     pictures = _Pictures(cards, calm, letter)
     direction = text_order(layout.direction)
     if lettering is None:
         lettering = LetteringOptions(language=screenplay.language, direction=direction)
     if cards:
-        from .lettering import vertical_enabled
-        from .storyboard import fitted_cards
-
-        # Vertical balloons are tall: a card lettered vertically gets a taller camera frame for them.
-        sketch = 0.45 if letter and vertical_enabled(lettering) else 0.3
-        pictures.matched, card_problems = fitted_cards(screenplay, pages_layout, pictures.masks, sketch)
-        result.problems += card_problems
+        result = _storyboard_pages(screenplay, layout, lettering, letter, direction, pictures)
+        pages_layout = result.layout
     else:
+        pages_layout = layout_pages(screenplay.panels, layout)
+        result = ComposedPages([], pages_layout)
         pictures.matched = _match_images(screenplay, images, panel_ids, result.problems)
         if avoid:
             given = _match_images(screenplay, avoid, panel_ids, [])  # type: ignore[arg-type]
@@ -219,6 +203,8 @@ def compose_pages(
         t1 = time.perf_counter()
         placing += t1 - t0
         for frame in page.frames if letter else ():
+            if frame.panel_id not in panels:  # a card's continuation: its lines are on its first frame
+                continue
             specs = _lines(screenplay, panels[frame.panel_id], direction)
             if not specs:
                 continue
@@ -281,6 +267,33 @@ class _Pictures:
             if stroke:
                 draw.rectangle((rect.x, rect.y, rect.right - 1, rect.bottom - 1), outline=INK, width=stroke)
         return calm_maps, areas
+
+
+def _storyboard_pages(
+    screenplay: Screenplay,
+    layout: LayoutOptions,
+    lettering: LetteringOptions,
+    letter: bool,
+    direction: str,
+    pictures: _Pictures,
+) -> ComposedPages:
+    """The pages of a storyboard: the layout made with the cards (a card too long for its frame
+    continues on a frame of its own), each card drawn for its frame into ``pictures``."""
+    from .cards import storyboard_pages
+    from .lettering import vertical_enabled
+    from .plan import balloons_fit
+
+    panels = {p.id: p for p in screenplay.panels}
+
+    def band_fits(panel_id: str, band: Rect, page_width: int) -> bool:
+        return balloons_fit(band, _lines(screenplay, panels[panel_id], direction), lettering, page_width)
+
+    # Vertical balloons are tall: a card lettered vertically gets a taller camera frame for them.
+    sketch = 0.45 if letter and vertical_enabled(lettering) else 0.3
+    pages_layout, pictures.matched, problems = storyboard_pages(
+        screenplay, layout, pictures.masks, sketch, band_fits if letter else None
+    )
+    return ComposedPages([], pages_layout, problems=problems, card_masks=dict(pictures.masks))
 
 
 def preview_layout(pages_layout: Sequence[PageLayout]) -> list[Image.Image]:

@@ -14,7 +14,6 @@ import functools
 import json
 import logging
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,51 +115,6 @@ def render_storyboard(
     return [render_card(sp, i, width, height) for i in range(len(sp.panels))]
 
 
-def card_rows_mask(size: tuple[int, int], rows: list[tuple[int, int]], scale: float) -> Image.Image:
-    """An "L" mask of a card of ``size``: white over its header and text rows (``rows`` drawn at
-    ``scale`` times the size), where a balloon must not go."""
-    mask = Image.new("L", size, 0)
-    draw = ImageDraw.Draw(mask)
-    for top, bottom in rows:
-        draw.rectangle((0, math.floor(top / scale), size[0], math.ceil(bottom / scale)), fill=255)
-    return mask
-
-
-def fitted_cards(
-    sp: Screenplay, pages: Sequence[Any], masks: dict[str, Image.Image] | None = None, sketch: float = 0.3
-) -> tuple[dict[str, Image.Image], list[str]]:
-    """A card for each frame of ``pages`` (``PageLayout``s), drawn at the frame's own size and shape so
-    that placing it crops nothing: the sketch, the rows and the type follow the frame. A frame
-    smaller than a card may be (MIN_SIDE) is drawn larger at its shape and scaled down; a larger
-    one at most MAX_SIDE on its long side, scaled up. Returns the cards by panel id and a problem
-    for each card whose text still did not fit (its fields cut with "…"). ``masks``, when given,
-    gets each card's header and text rows as a mask (``card_rows_mask``), for balloons to keep off;
-    ``sketch``: the camera frame's share of each card (vertical lettering needs a taller one)."""
-    index = {panel.id: i for i, panel in enumerate(sp.panels)}
-    cards: dict[str, Image.Image] = {}
-    problems: list[str] = []
-    for page in pages:
-        for frame in page.frames:
-            w, h = frame.rect.w, frame.rect.h
-            scale = max(MIN_SIDE / min(w, h), 1.0)
-            scale = min(scale, MAX_SIDE / max(w, h))
-            width, height = max(MIN_SIDE, round(w * scale)), max(MIN_SIDE, round(h * scale))
-            cut: list[str] = []
-            rows: list[tuple[int, int]] = []
-            size = (min(width, MAX_SIDE), min(height, MAX_SIDE))
-            card = render_card(sp, index[frame.panel_id], *size, cut, rows, sketch)
-            cards[frame.panel_id] = card if card.size == (w, h) else card.resize((w, h), Image.LANCZOS)
-            if masks is not None:
-                masks[frame.panel_id] = card_rows_mask((w, h), rows, card.height / h)
-            if cut:
-                problems.append(
-                    f"panel {frame.panel_id}: its storyboard card's text does not fit its {w}x{h} frame at "
-                    f"the smallest legible size; cut with '…': {', '.join(cut)} (fewer panels per page, "
-                    "or a larger page, gives it room)"
-                )
-    return cards, problems
-
-
 def card_items(sp: Screenplay, panel: Panel) -> list[CardItem]:
     """The text fields of a panel's card, in drawing order, in the screenplay's language."""
     words = labels(sp.language)
@@ -223,11 +177,16 @@ def layout_card(
     text_height_px: int,
     max_size: int,
     min_size: int,
+    spill: list[CardItem] | None = None,
 ) -> CardLayout:
     """Fit ``items`` into a text box: the largest body size from ``max_size`` down to ``min_size``
     at which everything fits; failing that, at ``min_size``, every field is cut to the same number of
     lines (as many as fit, at least one) ending in "…", and fields that still do not fit are left
-    out behind a "… +N more" line. ``CardLayout.cut`` names what was cut."""
+    out behind a "… +N more" line. ``CardLayout.cut`` names what was cut.
+
+    With ``spill`` (a card that continues on another frame), nothing is cut: the items that fit
+    whole at ``min_size`` are kept in order, then as many lines of the next one as fit, and the rest
+    of that item and every later one are added to ``spill``."""
     if not items:
         return CardLayout(max_size, [])
     for size in range(max_size, min_size - 1, -1):
@@ -239,6 +198,12 @@ def layout_card(
     size = min_size
     font = load_font(size, language)
     wrapped = [wrap(item.text, font, text_width_px) or [""] for item in items]
+    if spill is not None:
+        split = _split_to_fit(items, wrapped, size, text_height_px)
+        if split is not None:
+            blocks, rest = split
+            spill.extend(rest)
+            return CardLayout(size, blocks)
     longest = max(len(lines) for lines in wrapped)
     for cap in range(longest - 1, 0, -1):
         capped = [lines[:cap] for lines in wrapped]
@@ -264,6 +229,42 @@ def layout_card(
     return CardLayout(size, blocks, cut)
 
 
+def _split_to_fit(
+    items: list[CardItem], wrapped: list[list[str]], size: int, height: int
+) -> tuple[list[tuple[str, list[str]]], list[CardItem]] | None:
+    """The blocks that fit ``height`` at ``size`` (whole items in order, then the lines of the next
+    one that fit) and the items left for the next frame (the rest of that one's text first); None
+    when not even the first line fits."""
+    blocks: list[tuple[str, list[str]]] = []
+    for k, (item, lines) in enumerate(zip(items, wrapped, strict=True)):
+        if _height([b[1] for b in blocks] + [lines], size) <= height:
+            blocks.append((item.label, lines))
+            continue
+        n = len(lines) - 1
+        while n > 0 and _height([b[1] for b in blocks] + [lines[:n]], size) > height:
+            n -= 1
+        if n == 0 and not blocks:
+            return None
+        rest = [item]
+        if n > 0:
+            blocks.append((item.label, lines[:n]))
+            rest = [CardItem(item.field, _text_after(item.text, lines[:n], lines[n:]), item.label)]
+        return blocks, rest + items[k + 1 :]
+    return blocks, []
+
+
+def _text_after(text: str, shown: list[str], hidden: list[str]) -> str:
+    """What of ``text`` is left after the wrapped lines ``shown`` (``wrap`` drops only the spaces at
+    a break, so each line is found after the one before it); ``hidden``, one a line, otherwise."""
+    at = 0
+    for line in shown:
+        found = text.find(line, at)
+        if found < 0:
+            return "\n".join(hidden)
+        at = found + len(line)
+    return text[at:].lstrip()
+
+
 def _line_height(size: int) -> int:
     return round(size * 1.32)
 
@@ -285,10 +286,17 @@ def render_card(
     cut: list[str] | None = None,
     rows: list[tuple[int, int]] | None = None,
     sketch: float = 0.3,
+    items: list[CardItem] | None = None,
+    part: int = 1,
+    spill: list[CardItem] | None = None,
 ) -> Image.Image:
     """The sketch card of ``sp.panels[index]``; the fields cut to fit are added to ``cut``, and the
     header's and the text rows' vertical spans (top, bottom) to ``rows``. ``sketch``: the camera
-    frame's share of the card's height."""
+    frame's share of the card's height.
+
+    A card may take several frames: ``part`` 2 and on is a continuation (no camera frame, "continued"
+    in its header) showing ``items`` (the text left by the part before); with ``spill``, text that
+    does not fit is added to it for the next part instead of being cut."""
     _check_size(width, height)
     panel = sp.panels[index]
     language = sp.language
@@ -307,28 +315,21 @@ def render_card(
         (inset, inset, width - 1 - inset, height - 1 - inset), outline=SKETCH, width=max(1, width // 384)
     )
 
-    inner = width - 2 * margin
     label_font = load_font(label_size, language)
-    y = _header(draw, sp, index, width, margin, header_size, label_size)
+    y = _header(draw, sp, index, width, margin, header_size, label_size, part)
     header_end = y
 
-    # The camera frame.
-    frame_h = max(48, round(height * sketch))
-    sketch = _sketch(panel, sp, inner, frame_h, width)
-    card.paste(sketch, (margin, y))
-    draw.rectangle(
-        (margin, y, margin + inner - 1, y + frame_h - 1), outline=SKETCH, width=max(1, width // 256)
-    )
-    y += frame_h + margin // 2 + margin // 4
+    if part == 1:
+        y = _camera_frame(card, panel, sp, margin, y, round(height * sketch))
     text_top = y
 
     # The text fields: labels in a left column, values wrapped to the right of it.
-    items = card_items(sp, panel)
-    label_w = math.ceil(max(text_width(item.label, label_font) for item in items)) + label_size
+    items = card_items(sp, panel) if items is None else items
+    label_w = math.ceil(max((text_width(item.label, label_font) for item in items), default=0)) + label_size
     value_x = margin + label_w
     box_w = width - margin - value_x
     box_h = height - margin - y
-    layout = layout_card(items, language, box_w, box_h, body_max, body_min)
+    layout = layout_card(items, language, box_w, box_h, body_max, body_min, spill)
     font = load_font(layout.font_size, language)
     line_h = _line_height(layout.font_size)
     baseline_shift = round(font.getmetrics()[0] - label_font.getmetrics()[0])
@@ -353,8 +354,21 @@ def render_card(
             layout.font_size,
             ", ".join(layout.cut),
         )
-    _warn_missing_glyphs(sp, panel, items)
+    if part == 1:  # a continuation shows the same text again
+        _warn_missing_glyphs(sp, panel, items)
     return card
+
+
+def _camera_frame(card: Image.Image, panel: Panel, sp: Screenplay, margin: int, y: int, height: int) -> int:
+    """The card's placeholder camera frame, ``height`` tall at ``y``; the y below it."""
+    width = card.width
+    inner = width - 2 * margin
+    frame_h = max(48, height)
+    card.paste(_sketch(panel, sp, inner, frame_h, width), (margin, y))
+    ImageDraw.Draw(card).rectangle(
+        (margin, y, margin + inner - 1, y + frame_h - 1), outline=SKETCH, width=max(1, width // 256)
+    )
+    return y + frame_h + margin // 2 + margin // 4
 
 
 def _header(
@@ -365,8 +379,10 @@ def _header(
     margin: int,
     header_size: int,
     label_size: int,
+    part: int = 1,
 ) -> int:
-    """The card's header, "p3 · 3/8" and the title, then shot and angle; the y below it."""
+    """The card's header, "p3 · 3/8" and the title (on a continuation, "continued" in its place),
+    then shot and angle; the y below it."""
     panel, language = sp.panels[index], sp.language
     inner = width - 2 * margin
     header_font = load_font(header_size, language)
@@ -377,7 +393,9 @@ def _header(
     draw.text((margin, y), number, font=header_font, fill=INK)
     title_room = inner - text_width(number, header_font) - margin
     if title_room > label_size * 3:
-        title = ellipsize(sp.title, label_font, title_room)
+        title = ellipsize(
+            sp.title if part == 1 else labels(language)["phrases"]["continued"], label_font, title_room
+        )
         draw.text(
             (width - margin, y + header_size - label_size), title, font=label_font, fill=MUTED, anchor="ra"
         )

@@ -275,9 +275,9 @@ def test_every_card_is_drawn_whole_for_its_frame_in_every_layout(name, page):
     """Pages without images get each panel's card drawn at its frame's size and shape (so placing it
     crops nothing): for every panels-per-page count and page size, each card is exactly its frame,
     and every row of every card fits (nothing is cut, so the report is empty)."""
+    from mangaka.page.cards import fitted_cards
     from mangaka.page.layout import MAX_PANELS_PER_PAGE, LayoutOptions, layout_pages
     from mangaka.page.render import compose_pages
-    from mangaka.page.storyboard import fitted_cards
 
     sp = load_screenplay(json.loads((DATA / name).read_text(encoding="utf-8")))
     for per_page in range(1, MAX_PANELS_PER_PAGE + 1):
@@ -285,8 +285,8 @@ def test_every_card_is_drawn_whole_for_its_frame_in_every_layout(name, page):
         size = {"width": 3508, "height": 2480} if page == "custom" else {}  # landscape: wide, short frames
         options = LayoutOptions(page=page, direction=direction, panels_per_page=per_page, **size)
         pages = layout_pages(sp.panels, options)
-        cards, problems = fitted_cards(sp, pages)
-        assert problems == [], (per_page, problems)
+        cards, problems, cut = fitted_cards(sp, pages)
+        assert problems == [] and cut == [], (per_page, problems)
         for layout in pages:
             for frame in layout.frames:
                 assert cards[frame.panel_id].size == (frame.rect.w, frame.rect.h)
@@ -305,8 +305,63 @@ def test_a_card_too_small_for_its_text_says_so_in_the_report():
     sp = sp.model_copy(update={"panels": [long_action, *sp.panels[1:]]})
     options = LayoutOptions(page="custom", width=600, height=800, panels_per_page=8)
     composed = compose_pages(sp, [], layout=options, cards=True, letter=False)
-    [problem] = composed.problems
-    assert (
-        problem.startswith(f"panel {sp.panels[0].id}: its storyboard card's text does not fit")
-        and "action" in problem
+    pid = sp.panels[0].id
+    continues, cut = composed.problems
+    assert continues.startswith(f"panel {pid}: its storyboard card's text does not fit") and (
+        f"continues on 2 more frame(s) ({pid}~2, {pid}~3)" in continues
     )
+    assert (
+        cut.startswith(f"panel {pid}: its storyboard card's text does not fit")
+        and "even over 3 frames" in cut
+    )
+    assert "action" in cut.split("cut with")[1]
+
+
+def test_a_card_too_long_for_its_frame_continues_on_the_next_frame():
+    """A card whose text does not fit its frame at the smallest legible size takes the next frame
+    too (its continuation, ``p1~2``, right after it in reading order): nothing is cut, the report
+    says so, and its balloons stay on its first frame."""
+    from mangaka.page.layout import LayoutOptions
+    from mangaka.page.render import compose_pages
+
+    sp = load_screenplay(json.loads((DATA / "golden_screenplay.json").read_text(encoding="utf-8")))
+    long_action = sp.panels[0].model_copy(update={"action": " ".join([LONG] * 6)})
+    sp = sp.model_copy(update={"panels": [long_action, *sp.panels[1:]]})
+    options = LayoutOptions(page="custom", width=600, height=800, panels_per_page=8)
+    composed = compose_pages(sp, [], layout=options, cards=True)
+    pid = sp.panels[0].id
+    assert composed.problems[0] == (
+        f"panel {pid}: its storyboard card's text does not fit its "
+        f"{composed.layout[0].frames[0].rect.w}x{composed.layout[0].frames[0].rect.h} frame at the "
+        f"smallest legible size; it continues on 1 more frame(s) ({pid}~2)"
+    )
+    assert not [p for p in composed.problems if "cut with" in p]
+    order = [frame.panel_id for page in composed.layout for frame in page.frames]
+    assert order[:3] == [pid, f"{pid}~2", sp.panels[1].id]
+    assert f"{pid}~2" not in composed.balloons and composed.balloons[pid]
+    assert composed.report().startswith(f"{len(composed.pages)} pages, {len(sp.panels)} panels")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_text_left_for_the_next_frame_is_the_rest_of_the_text(language):
+    """Spilled text is exactly what the first part did not show: the first part's lines, then the
+    spilled items, give every field back whole and in order."""
+    text = " ".join([LONG] * 3) if language == "en" else "午夜的车站空无一人，只有雨声敲打着铁皮屋顶。" * 12
+    items = [
+        CardItem("cast", "Mei", "CAST"),
+        CardItem("action", text, "ACTION"),
+        CardItem("props", "a lamp", "PROPS"),
+    ]
+    spill: list[CardItem] = []
+    room = 8 * round(12 * 1.32) + round(12 * 0.45)
+    layout = layout_card(items, language, 200, room, 20, 12, spill)
+    assert layout.font_size == 12 and layout.cut == []
+    (_, cast), (_, shown) = layout.blocks
+    assert cast == ["Mei"] and len(shown) == 7
+    rest, props = spill
+    assert (rest.field, rest.label) == ("action", "ACTION") and props == items[2]
+    joiner = " " if language == "en" else ""
+    assert joiner.join([*shown, rest.text]) == text
+    spill = []
+    tiny = layout_card([items[0]], language, 200, 2, 20, 12, spill)  # not even one line fits: cut, said
+    assert spill == [] and tiny.cut == ["cast"]

@@ -102,8 +102,10 @@ MODELS_NOTE = f"""## Models
 STORYBOARD_NOTE = """## Storyboard
 
 Runs on any machine: no diffusion model. The Screenwriter turns the chapter into a screenplay;
-each panel becomes a sketch card (shot, angle, cast, action, dialogue) and Compose Page letters
-them into manga pages, right to left. Swap the cards for real images with the `manga_page` example.
+Compose Page, its `images` left empty, draws each panel as a sketch card (shot, angle, cast,
+action, dialogue) made for its frame, nothing cropped, and letters them into manga pages, right to
+left. Swap the cards for real images with the `manga_page` example (the Storyboard node draws the
+cards one by one, all one size, to look through).
 """
 
 MANGA_NOTE = f"""## Image model
@@ -125,12 +127,6 @@ def storyboard() -> dict[str, Any]:
             _note(11, 0, STORYBOARD_NOTE),
             _llm(1, 0),
             _writer(2, 1),
-            {
-                "id": 3,
-                "type": "MangakaStoryboard",
-                "col": 2,
-                "widgets": {"width": 768, "height": 768},
-            },
             _compose(4, 2),
             {
                 "id": 5,
@@ -148,9 +144,7 @@ def storyboard() -> dict[str, Any]:
         ],
         "links": [
             (1, "llm", 2, "llm"),
-            (2, "screenplay", 3, "screenplay"),
             (2, "screenplay", 4, "screenplay"),
-            (3, "cards", 4, "images"),
             (4, "pages", 5, "images"),
             (2, "screenplay", 6, "screenplay"),
         ],
@@ -254,8 +248,8 @@ BOOK_NOTE = """## A whole book in one queued run
 Paste the book into **Split Chapters** (Chinese, Japanese and English chapter headings such as
 Chapter 1 or Prologue, or Markdown headings; a book without headings is cut at paragraphs).
 **Series Cast** first reads every chapter's cast in order into one series bible, so each person
-keeps one id and one look in every chapter; the Screenwriter, the Storyboard and Compose Page then
-run once per chapter, every chapter's pages are saved, and **Save Series Bible** saves the whole
+keeps one id and one look in every chapter; the Screenwriter and Compose Page (storyboard cards
+for its frames) then run once per chapter, every chapter's pages are saved, and **Save Series Bible** saves the whole
 cast (edit it, put it in `input/mangaka_bibles/` and pick it as `bible_file` for the next book).
 For a book that must survive restarts, or several servers, use
 `python -m mangaka queue BOOK.txt --workflow example_workflows/api/storyboard.json --server URL`.
@@ -291,7 +285,6 @@ def book_batch() -> dict[str, Any]:
                 },
             },
             _writer(3, 2, chapter=""),
-            {"id": 4, "type": "MangakaStoryboard", "col": 3, "widgets": {"width": 768, "height": 768}},
             _compose(5, 3),
             {
                 "id": 8,
@@ -315,9 +308,7 @@ def book_batch() -> dict[str, Any]:
             (2, "chapter_text", 3, "chapter"),
             (2, "numbers", 3, "chapter_number"),
             (7, "bible", 3, "bible"),
-            (3, "screenplay", 4, "screenplay"),
             (3, "screenplay", 5, "screenplay"),
-            (4, "cards", 5, "images"),
             (5, "pages", 6, "images"),
             (3, "bible", 8, "bible"),
         ],

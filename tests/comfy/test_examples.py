@@ -332,8 +332,8 @@ def test_manga_page_draws_every_panel_with_a_real_sampler(server, tiny_checkpoin
 
 
 def _book_with_a_sampler(checkpoint: str, chapters: str) -> dict:
-    """``book_batch`` with its Storyboard swapped for ``manga_page``'s image half (SD Prompts,
-    the checkpoint, text encoders, KSampler, VAE Decode) and the probe before Compose Page."""
+    """``book_batch`` with ``manga_page``'s image half (SD Prompts, the checkpoint, text encoders,
+    KSampler, VAE Decode) drawing Compose Page's images, and the probe before Compose Page."""
     book = tiny_prompt(twin("book_batch"), panels=3)
     page = _sampled(twin("manga_page"), checkpoint, panels=3)
     half = {k: v for k, v in page.items() if v["class_type"] in IMAGE_HALF}
@@ -344,7 +344,6 @@ def _book_with_a_sampler(checkpoint: str, chapters: str) -> dict:
             for name, value in node["inputs"].items()
         }
         book[rename[k]] = {**node, "inputs": inputs}
-    del book[_of(book, "MangakaStoryboard")]
     book[_of(book, "MangakaScreenplayToPrompts")]["inputs"]["screenplay"] = [
         _of(book, "MangakaScreenwriter"),
         0,

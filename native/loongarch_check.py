@@ -334,8 +334,29 @@ def reference(model: Path, prompt: str, n_predict: int) -> bytes:
     ).stdout
 
 
-def check(root: Path, fetch: bool = True) -> dict:
+def quantize_tests(root: Path, fetch: bool = True) -> dict:
+    """ggml's quantisation tests (``test-quantize-fns``) under ``qemu -cpu la464``, alone: what
+    :func:`check` runs beside the generation, for a caller that runs them earlier (tests/run.sh, at
+    the lowest priority while the other tests run) and hands the result to ``check``."""
+    _, emulator, binaries = prepare(root, fetch)
+    log.info("running test-quantize-fns under qemu -cpu la464 (minutes)")
+    done = procs.run(
+        [str(emulator), "-cpu", "la464", str(binaries / "test-quantize-fns")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=1800,
+    )
+    return {"returncode": done.returncode, "output": done.stdout[-2000:], "binaries": str(binaries)}
+
+
+def check(root: Path, fetch: bool = True, quantized: dict | None = None) -> dict:
+    """The whole proof; ``quantized``: the result of :func:`quantize_tests` on the same build, when
+    they ran already (else they run here, beside the generation)."""
     python, emulator, binaries = prepare(root, fetch)
+    if quantized is not None and quantized.get("binaries") != str(binaries):
+        given = quantized.get("binaries")
+        raise CheckError(f"the quantisation tests given ran on {given}, not on {binaries}")
     started = time.monotonic()
     result: dict = {
         "qemu": procs.run([str(emulator), "--version"], capture_output=True, text=True).stdout.split("\n")[0]
@@ -349,13 +370,15 @@ def check(root: Path, fetch: bool = True) -> dict:
     result["instructions"] = json.loads(counted.stdout)
     # ggml's quantisation tests take minutes under emulation, on one core: the generation runs
     # beside them.
-    log.info("running test-quantize-fns under qemu -cpu la464 (minutes)")
-    quantize = procs.popen(
-        [str(emulator), "-cpu", "la464", str(binaries / "test-quantize-fns")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    quantize = None
+    if quantized is None:
+        log.info("running test-quantize-fns under qemu -cpu la464 (minutes)")
+        quantize = procs.popen(
+            [str(emulator), "-cpu", "la464", str(binaries / "test-quantize-fns")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     try:
         model = tiny_model(root)
         simple = [str(binaries / "llama-simple"), "-m", str(model), "-n", str(N_PREDICT), PROMPT]
@@ -367,16 +390,20 @@ def check(root: Path, fetch: bool = True) -> dict:
         log.info("the same binary under qemu -cpu la464,lasx=off")
         off = procs.run([str(emulator), "-cpu", "la464,lasx=off", *simple], capture_output=True, timeout=600)
         result["lasx_off_returncode"] = off.returncode  # 128 + 4 (SIGILL) in a shell, -4 from Python
-        output, _ = quantize.communicate(timeout=1800)
+        if quantize is not None:
+            output, _ = quantize.communicate(timeout=1800)
+            quantized = {"returncode": quantize.returncode, "output": output[-2000:]}
     finally:
-        procs.end_group(quantize)
-    result["test_quantize_fns"] = quantize.returncode
-    if quantize.returncode != 0:
-        result["test_quantize_fns_output"] = output[-2000:]
+        if quantize is not None:
+            procs.end_group(quantize)
+    assert quantized is not None
+    result["test_quantize_fns"] = quantized["returncode"]
+    if quantized["returncode"] != 0:
+        result["test_quantize_fns_output"] = quantized["output"]
     result["seconds"] = round(time.monotonic() - started, 1)
     result["ok"] = (
         result["instructions"].get("lasx", 0) > 0
-        and quantize.returncode == 0
+        and quantized["returncode"] == 0
         and result["generation_identical"]
         and off.returncode in (-4, 132)
     )
@@ -389,6 +416,18 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--prepare", action="store_true", help="fetch the tools and build; run nothing")
     mode.add_argument("--offline", action="store_true", help="never fetch nor build: fail if not prepared")
+    parser.add_argument(
+        "--quantize-out",
+        type=Path,
+        metavar="FILE",
+        help="with --prepare: then run ggml's quantisation tests and write their result to FILE (JSON)",
+    )
+    parser.add_argument(
+        "--quantize-from",
+        type=Path,
+        metavar="FILE",
+        help="the quantisation tests' result written by --prepare --quantize-out, instead of running them",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -397,8 +436,18 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             _, _, binaries = prepare(args.cache)
             log.info("prepared in %.0f s: %s", time.monotonic() - started, binaries)
+            if args.quantize_out:
+                result = quantize_tests(args.cache, fetch=False)
+                partial = args.quantize_out.with_name(args.quantize_out.name + ".partial")
+                partial.write_text(json.dumps(result) + "\n", encoding="utf-8")
+                os.replace(partial, args.quantize_out)  # whole or not at all
+                seconds = time.monotonic() - started
+                log.info("test-quantize-fns: exit %d; %.0f s in all", result["returncode"], seconds)
             return 0
-        result = check(args.cache, fetch=not args.offline)
+        quantized = None
+        if args.quantize_from:
+            quantized = json.loads(args.quantize_from.read_text(encoding="utf-8"))
+        result = check(args.cache, fetch=not args.offline, quantized=quantized)
     except CheckError as exc:
         log.error("%s", exc)
         return 2

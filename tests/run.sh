@@ -96,10 +96,13 @@ export MANGAKA_LORA_PYTHON="$root/.venv-lora/bin/python"
 phase "setup: .venv and the llama-cpp-python wheel (native/setup.sh --dev)"
 bash native/setup.sh --dev
 # llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
-# linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server; its compiling
-# overlaps the downloads below.
-server_step=${#bg_names[@]}
-background "setup: llama-server (native/llama_server.py)" .venv/bin/python native/llama_server.py
+# linked to the wheel's libraries, cached under ~/.cache/mangaka/llama-server (about 200 s of
+# compiling on 2 cores when cold). It overlaps the downloads below and then the tests, at the
+# lowest priority: the tests that use it wait for it (tests/background.py,
+# MANGAKA_LLAMA_SERVER_PREPARE). Awaited in setup, it added its whole build to a cold run.
+background "the llama-server build (native/llama_server.py, nice 19)" \
+  nice -n 19 .venv/bin/python native/llama_server.py
+export MANGAKA_LLAMA_SERVER_PREPARE="${bg_logs[-1]}"
 phase "setup: the wheelhouse for the fresh-venv demo test"
 # Wheels for the README's first command on a fresh .venv (tests/model/test_demo.py installs from
 # them with pip's index off): downloaded here, keyed by what setup.sh installs, never by a test.
@@ -140,22 +143,24 @@ if [ ${#apt_wanted[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
   apt-get install -y -q "${apt_wanted[@]}" >/dev/null ||
     { apt-get update -q >/dev/null && apt-get install -y -q "${apt_wanted[@]}" >/dev/null; }
 fi
-phase "setup: waiting for ComfyUI's venv, the LoRA Python and llama-server"
+phase "setup: waiting for ComfyUI's venv and the LoRA Python"
 [ -z "$lora_step" ] || await "$lora_step"
 await "$comfy_step"
-await "$server_step"
 export MANGAKA_REQUIRE_COMFY=1
 phase "lint (ruff)"
 .venv/bin/python -m ruff check .
 .venv/bin/python -m ruff format --check .
 if [ "${MANGAKA_LOONGARCH:-}" = 1 ]; then
-  # llama.cpp for loongarch64 (about 7 minutes of compiling on 2 cores when cold; cached), once
+  # llama.cpp for loongarch64 (about 6 minutes of compiling on 2 cores when cold; cached), once
   # setup is done, at the lowest priority: on the core the tests leave idle (many run one thread;
   # measured cold, a third of both cores' time is idle). Started during setup, it only slowed it.
   # Its test, near the end, waits for it (tests/native/test_loongarch.py, MANGAKA_LOONGARCH_PREPARE).
-  background "the loongarch64 build (native/loongarch_check.py --prepare, nice 19)" \
-    nice -n 19 .venv/bin/python native/loongarch_check.py --prepare
-  export MANGAKA_LOONGARCH_PREPARE="${bg_logs[-1]}"
+  # Then ggml's quantisation tests under qemu (about 150 s on one core, cold or warm): run here,
+  # beside the tests, their result handed to the LoongArch test (MANGAKA_LOONGARCH_QUANTIZED).
+  quantized=$(mktemp -u -t mangaka-loongarch-quantize-XXXXXX.json)
+  background "the loongarch64 build and its quantisation tests (native/loongarch_check.py --prepare, nice 19)" \
+    nice -n 19 .venv/bin/python native/loongarch_check.py --prepare --quantize-out "$quantized"
+  export MANGAKA_LOONGARCH_PREPARE="${bg_logs[-1]}" MANGAKA_LOONGARCH_QUANTIZED="$quantized"
 fi
 phase "tests (pytest; its summary gives each tier's time)"
 .venv/bin/python -m pytest "$@"

@@ -22,6 +22,10 @@ def free_port() -> int:
 
 
 def llama_server_binary() -> str | None:
+    """The built llama-server, or None; waits for tests/run.sh's background build first."""
+    from tests.background import wait_for
+
+    wait_for("MANGAKA_LLAMA_SERVER_PREPARE", "the llama-server build")
     found = subprocess.run(
         [sys.executable, str(ROOT / "native" / "llama_server.py"), "--print-path"],
         capture_output=True,

@@ -143,6 +143,11 @@ def test_split_figures_time_books_without_headings():
 def test_remote_concurrency_figures_print():
     import os
 
+    from tests.background import wait_for
+
+    wait_for(
+        "MANGAKA_LLAMA_SERVER_PREPARE", "the llama-server build"
+    )  # tests/run.sh builds it beside the tests
     figures = bench("--only", "remote")
     if figures["remote_n4_over_n1"] is None:
         assert os.environ.get("MANGAKA_REQUIRE_LLAMA_SERVER") != "1", "llama-server must be built for CI"

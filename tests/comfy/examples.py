@@ -249,9 +249,9 @@ Paste the book into **Split Chapters** (Chinese, Japanese and English chapter he
 Chapter 1 or Prologue, or Markdown headings; a book without headings is cut at paragraphs).
 **Series Cast** first reads every chapter's cast in order into one series bible, so each person
 keeps one id and one look in every chapter; the Screenwriter and Compose Page (storyboard cards
-for its frames) then run once per chapter, every chapter's pages are saved, and **Save Series Bible** saves the whole
-cast (edit it, put it in `input/mangaka_bibles/` and pick it as `bible_file` for the next book).
-For a book that must survive restarts, or several servers, use
+for its frames) then run once per chapter, every chapter's pages are saved, and **Save Series
+Bible** saves the whole cast (edit it, put it in `input/mangaka_bibles/` and pick it as
+`bible_file` for the next book). For a book that must survive restarts, or several servers, use
 `python -m mangaka queue BOOK.txt --workflow example_workflows/api/storyboard.json --server URL`.
 """
 

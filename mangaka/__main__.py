@@ -89,6 +89,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         quick=args.quick,
         engine=args.engine,
         only=args.only,
+        quant=args.quant,
     )
     if args.json:
         sys.stdout.write(json.dumps(figures, sort_keys=False) + "\n")
@@ -226,7 +227,13 @@ def _add_page_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=0, help="CPU threads; 0 = every core")
     p.add_argument("--gpu-layers", type=int, default=0, help="layers on the GPU (-1 all)")
     p.add_argument("--engine", help="constrained-decoding engine (default: the fastest measured)")
-    p.add_argument("--only", action="append", help="run only this part (repeatable)")
+    p.add_argument(
+        "--only", action="append",
+        help="run only this part (repeatable); real_shape (Qwen3.5-35B-A3B's shape, random weights) "
+        "runs only when named",
+    )  # fmt: skip
+    p.add_argument("--quant", choices=("Q4_K_M", "Q3_K_M"), default="Q4_K_M",
+                   help="real_shape: the llama.cpp layout of its model")  # fmt: skip
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("page", help="lettered manga pages from a screenplay JSON and panel images")

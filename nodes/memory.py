@@ -211,9 +211,9 @@ def request_room(request: RoomRequest) -> None:
     before = _comfy_models()
     log.info(
         "mangaka: asking ComfyUI for %.0f MB on %s before loading %s (weights %.0f MB, KV cache %.0f MB, "
-        "recurrent state %.0f MB, ComfyUI's reserve %.0f MB)",
+        "recurrent state %.0f MB, compute %.0f MB, ComfyUI's reserve %.0f MB)",
         need / MB, device, request.model, request.weights / MB, request.kv_cache / MB,
-        request.recurrent / MB, (need - request.total) / MB,
+        request.recurrent / MB, request.compute / MB, (need - request.total) / MB,
     )  # fmt: skip
     mm.free_memory(need, device, **kwargs)
     after = _comfy_models()

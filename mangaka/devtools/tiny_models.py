@@ -34,6 +34,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "TinySpec",
     "spec_for",
+    "tensor_plan",
     "write_lora",
     "write_model",
     "write_unsupported_model",
@@ -189,7 +190,7 @@ def _filler_piece(i: int) -> str:
     return ("\u0120" if i % 2 else "") + "q" + word  # "q…" never collides with the merges
 
 
-def _build_vocab(vocab_size: int | None = None) -> _Vocab:
+def build_vocab(vocab_size: int | None = None) -> _Vocab:
     """The byte tokens, the merges, filler words up to ``vocab_size`` if given, then specials."""
     b2u = _byte_to_unicode()
     tokens = [b2u[b] for b in range(256)]
@@ -230,80 +231,91 @@ def _build_vocab(vocab_size: int | None = None) -> _Vocab:
 # matrix that maps n_in to n_out features is (n_out, n_in).
 
 
-def _model_tensors(
-    spec: TinySpec, n_vocab: int, rng: np.random.Generator
-) -> Iterator[tuple[str, np.ndarray]]:
+def tensor_plan(spec: TinySpec, n_vocab: int) -> Iterator[tuple[str, tuple[int, ...], str]]:
+    """Each tensor of a model of ``spec``: its name, numpy shape and how its values are drawn
+    (``embd``, ``output``, ``norm``, ``mat``, ``dt``, ``a``); the real-shape writer
+    (:mod:`.real_shape`) lays out the same tensors."""
     e = spec.n_embd
-
-    def mat(*shape: int, scale: float | None = None) -> np.ndarray:
-        std = scale if scale is not None else 1.0 / np.sqrt(shape[-1])
-        return (rng.standard_normal(shape) * std).astype(np.float32)
-
-    def norm(n: int) -> np.ndarray:
-        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
-
-    yield "token_embd.weight", mat(n_vocab, e, scale=1.0)
-    yield "output_norm.weight", norm(e)
-    # Output rows: the byte tokens 0x80-0xFF get zero rows (logit 0) and every other token a wide
-    # spread, so the model practically never emits a lone non-ASCII byte. Random weights would
-    # otherwise write invalid UTF-8, which no grammar can stop: llama.cpp's grammar decodes UTF-8
-    # leniently, so "a lead byte, then ASCII" passes as one character.
-    output = mat(n_vocab, e) * 8.0
-    output[0x80:0x100] = 0.0
-    yield "output.weight", output
+    yield "token_embd.weight", (n_vocab, e), "embd"
+    yield "output_norm.weight", (e,), "norm"
+    yield "output.weight", (n_vocab, e), "output"
 
     q_width = spec.n_head * spec.head_dim
     kv_width = spec.n_head_kv * spec.head_dim
     for il in range(spec.n_layer):
         p = f"blk.{il}"
-        yield f"{p}.attn_norm.weight", norm(e)
+        yield f"{p}.attn_norm.weight", (e,), "norm"
         if spec.arch == "qwen35moe":
-            yield f"{p}.post_attention_norm.weight", norm(e)
+            yield f"{p}.post_attention_norm.weight", (e,), "norm"
             if spec.is_recurrent(il):
                 key_dim = spec.ssm_state_size * spec.ssm_group_count
                 value_dim = spec.ssm_inner_size
                 n_v_heads = spec.ssm_time_step_rank
-                yield f"{p}.attn_qkv.weight", mat(2 * key_dim + value_dim, e)
-                yield f"{p}.attn_gate.weight", mat(value_dim, e)
-                yield f"{p}.ssm_conv1d.weight", mat(2 * key_dim + value_dim, spec.ssm_conv_kernel)
-                yield f"{p}.ssm_dt.bias", (0.1 * rng.standard_normal(n_v_heads)).astype(np.float32)
-                # A = -exp(A_log): negative, so the recurrent state decays.
-                yield f"{p}.ssm_a", (-np.exp(rng.uniform(-1.0, 1.0, n_v_heads))).astype(np.float32)
-                yield f"{p}.ssm_beta.weight", mat(n_v_heads, e)
-                yield f"{p}.ssm_alpha.weight", mat(n_v_heads, e)
-                yield f"{p}.ssm_norm.weight", norm(spec.ssm_state_size)
-                yield f"{p}.ssm_out.weight", mat(e, value_dim)
+                yield f"{p}.attn_qkv.weight", (2 * key_dim + value_dim, e), "mat"
+                yield f"{p}.attn_gate.weight", (value_dim, e), "mat"
+                yield f"{p}.ssm_conv1d.weight", (2 * key_dim + value_dim, spec.ssm_conv_kernel), "mat"
+                yield f"{p}.ssm_dt.bias", (n_v_heads,), "dt"
+                yield f"{p}.ssm_a", (n_v_heads,), "a"
+                yield f"{p}.ssm_beta.weight", (n_v_heads, e), "mat"
+                yield f"{p}.ssm_alpha.weight", (n_v_heads, e), "mat"
+                yield f"{p}.ssm_norm.weight", (spec.ssm_state_size,), "norm"
+                yield f"{p}.ssm_out.weight", (e, value_dim), "mat"
             else:
                 # The query projection also produces the output gate: twice the query width.
-                yield f"{p}.attn_q.weight", mat(2 * q_width, e)
-                yield f"{p}.attn_k.weight", mat(kv_width, e)
-                yield f"{p}.attn_v.weight", mat(kv_width, e)
-                yield f"{p}.attn_output.weight", mat(e, q_width)
-                yield f"{p}.attn_q_norm.weight", norm(spec.head_dim)
-                yield f"{p}.attn_k_norm.weight", norm(spec.head_dim)
+                yield f"{p}.attn_q.weight", (2 * q_width, e), "mat"
+                yield f"{p}.attn_k.weight", (kv_width, e), "mat"
+                yield f"{p}.attn_v.weight", (kv_width, e), "mat"
+                yield f"{p}.attn_output.weight", (e, q_width), "mat"
+                yield f"{p}.attn_q_norm.weight", (spec.head_dim,), "norm"
+                yield f"{p}.attn_k_norm.weight", (spec.head_dim,), "norm"
         else:
-            yield f"{p}.attn_q.weight", mat(q_width, e)
-            yield f"{p}.attn_k.weight", mat(kv_width, e)
-            yield f"{p}.attn_v.weight", mat(kv_width, e)
-            yield f"{p}.attn_output.weight", mat(e, q_width)
-            yield f"{p}.attn_q_norm.weight", norm(spec.head_dim)
-            yield f"{p}.attn_k_norm.weight", norm(spec.head_dim)
-            yield f"{p}.ffn_norm.weight", norm(e)
+            yield f"{p}.attn_q.weight", (q_width, e), "mat"
+            yield f"{p}.attn_k.weight", (kv_width, e), "mat"
+            yield f"{p}.attn_v.weight", (kv_width, e), "mat"
+            yield f"{p}.attn_output.weight", (e, q_width), "mat"
+            yield f"{p}.attn_q_norm.weight", (spec.head_dim,), "norm"
+            yield f"{p}.attn_k_norm.weight", (spec.head_dim,), "norm"
+            yield f"{p}.ffn_norm.weight", (e,), "norm"
 
         # Routed experts.
-        yield f"{p}.ffn_gate_inp.weight", mat(spec.n_expert, e)
-        yield f"{p}.ffn_gate_exps.weight", mat(spec.n_expert, spec.n_ff_exp, e)
-        yield f"{p}.ffn_up_exps.weight", mat(spec.n_expert, spec.n_ff_exp, e)
-        yield f"{p}.ffn_down_exps.weight", mat(spec.n_expert, e, spec.n_ff_exp)
+        yield f"{p}.ffn_gate_inp.weight", (spec.n_expert, e), "mat"
+        yield f"{p}.ffn_gate_exps.weight", (spec.n_expert, spec.n_ff_exp, e), "mat"
+        yield f"{p}.ffn_up_exps.weight", (spec.n_expert, spec.n_ff_exp, e), "mat"
+        yield f"{p}.ffn_down_exps.weight", (spec.n_expert, e, spec.n_ff_exp), "mat"
         if spec.arch == "qwen35moe":
             # Shared expert with its sigmoid gate (one output per token).
-            yield f"{p}.ffn_gate_inp_shexp.weight", mat(e)
-            yield f"{p}.ffn_gate_shexp.weight", mat(spec.n_ff_shexp, e)
-            yield f"{p}.ffn_up_shexp.weight", mat(spec.n_ff_shexp, e)
-            yield f"{p}.ffn_down_shexp.weight", mat(e, spec.n_ff_shexp)
+            yield f"{p}.ffn_gate_inp_shexp.weight", (e,), "mat"
+            yield f"{p}.ffn_gate_shexp.weight", (spec.n_ff_shexp, e), "mat"
+            yield f"{p}.ffn_up_shexp.weight", (spec.n_ff_shexp, e), "mat"
+            yield f"{p}.ffn_down_shexp.weight", (e, spec.n_ff_shexp), "mat"
 
 
-def _add_hparams(w: gguf.GGUFWriter, spec: TinySpec, context_length: int) -> None:
+def _model_tensors(
+    spec: TinySpec, n_vocab: int, rng: np.random.Generator
+) -> Iterator[tuple[str, np.ndarray]]:
+    for name, shape, kind in tensor_plan(spec, n_vocab):
+        if kind == "norm":
+            data = 1.0 + 0.1 * rng.standard_normal(shape[0])
+        elif kind == "dt":
+            data = 0.1 * rng.standard_normal(shape[0])
+        elif kind == "a":
+            # A = -exp(A_log): negative, so the recurrent state decays.
+            data = -np.exp(rng.uniform(-1.0, 1.0, shape[0]))
+        else:
+            std = 1.0 if kind == "embd" else 1.0 / np.sqrt(shape[-1])
+            data = (rng.standard_normal(shape) * std).astype(np.float32)
+            if kind == "output":
+                # Output rows: the byte tokens 0x80-0xFF get zero rows (logit 0) and every other
+                # token a wide spread, so the model practically never emits a lone non-ASCII
+                # byte. Random weights would otherwise write invalid UTF-8, which no grammar can
+                # stop: llama.cpp's grammar decodes UTF-8 leniently, so "a lead byte, then
+                # ASCII" passes as one character.
+                data = data * 8.0
+                data[0x80:0x100] = 0.0
+        yield name, np.asarray(data, dtype=np.float32)
+
+
+def add_hparams(w: gguf.GGUFWriter, spec: TinySpec, context_length: int) -> None:
     w.add_context_length(context_length)
     w.add_embedding_length(spec.n_embd)
     w.add_block_count(spec.n_layer)
@@ -329,7 +341,7 @@ def _add_hparams(w: gguf.GGUFWriter, spec: TinySpec, context_length: int) -> Non
         w.add_ssm_group_count(spec.ssm_group_count)
 
 
-def _add_tokenizer(w: gguf.GGUFWriter, arch: str, vocab: _Vocab) -> None:
+def add_tokenizer(w: gguf.GGUFWriter, arch: str, vocab: _Vocab) -> None:
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen35" if arch == "qwen35moe" else "qwen2")
     w.add_token_list(vocab.tokens)
@@ -371,7 +383,7 @@ def write_model(
     spec = spec_for(arch)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    vocab = _build_vocab(vocab_size)
+    vocab = build_vocab(vocab_size)
     rng = np.random.default_rng(seed)
 
     w = gguf.GGUFWriter(str(out), arch)
@@ -380,8 +392,8 @@ def write_model(
     w.add_description("random weights, written by mangaka/devtools/tiny_models.py")
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     w.add_vocab_size(len(vocab.tokens))
-    _add_hparams(w, spec, context_length)
-    _add_tokenizer(w, arch, vocab)
+    add_hparams(w, spec, context_length)
+    add_tokenizer(w, arch, vocab)
     for name, data in _model_tensors(spec, len(vocab.tokens), rng):
         w.add_tensor(name, data)
     _write(w)
@@ -421,7 +433,7 @@ def _base_matrices(base: str | os.PathLike[str]) -> tuple[str, dict[str, tuple[i
         rng = np.random.default_rng(0)
         shapes = {
             name: (int(t.shape[0]), int(t.shape[1]))
-            for name, t in _model_tensors(spec, len(_build_vocab().tokens), rng)
+            for name, t in _model_tensors(spec, len(build_vocab().tokens), rng)
             if t.ndim == 2
         }
         return base, shapes
@@ -489,7 +501,7 @@ def write_unsupported_model(path: str | os.PathLike[str], arch: str = "qwen99moe
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     spec = TinySpec(arch=arch, n_layer=1)
-    vocab = _build_vocab()
+    vocab = build_vocab()
     rng = np.random.default_rng(0)
 
     w = gguf.GGUFWriter(str(out), arch)

@@ -29,7 +29,14 @@ from .base import CancelFn, ProgressFn
 from .constrain import forget_model
 from .decode_thread import DecodeThread
 from .gguf_info import GGUFInfo, read_gguf_info
-from .memory import Placement, kv_cache_bytes, placement, plan_release, recurrent_state_bytes
+from .memory import (
+    Placement,
+    compute_buffer_bytes,
+    kv_cache_bytes,
+    placement,
+    plan_release,
+    recurrent_state_bytes,
+)
 from .native import check_architecture, gpu_offload, import_llama_cpp
 from .options import DEFAULT_N_CTX, FLASH_ATTN_MODES, LOAD_OPTIONS, FlashAttn  # noqa: F401 - re-exported
 from .patches import LoadProgress, check_flash_attn, check_version, flash_attn_type, recurrent_snapshots
@@ -103,7 +110,7 @@ class LoadedModel:
     n_ctx: int
     load_seconds: float
     placement: Placement = "ram"  # where its memory lives: "gpu" when layers are offloaded
-    size_bytes: int = 0  # what it holds: the weights file, the f16 KV cache at its context, recurrent states
+    size_bytes: int = 0  # what it holds: weights file, f16 KV cache at its context, recurrent states, logits
     lock: threading.RLock = field(default_factory=threading.RLock)
     adapters: dict[Path, Any] = field(default_factory=dict)  # adapter file → llama_adapter_lora*
     active_lora: tuple[Path, float] | None = None
@@ -250,18 +257,19 @@ def check_lora_file(lora: str | Path, architecture: str, model_name: str) -> GGU
 @dataclass(frozen=True)
 class RoomRequest:
     """What a model about to load will hold, for the host to make room first (``on_load``): the
-    weights (the file), the KV cache at the context it loads with, and the recurrent state with
-    its rollback snapshots; ``where``: on the GPU or in RAM."""
+    weights (the file), the KV cache at the context it loads with, the recurrent state with its
+    rollback snapshots and the compute buffer's logits; ``where``: on the GPU or in RAM."""
 
     model: str
     where: Placement
     weights: int
     kv_cache: int
     recurrent: int
+    compute: int = 0
 
     @property
     def total(self) -> int:
-        return self.weights + self.kv_cache + self.recurrent
+        return self.weights + self.kv_cache + self.recurrent + self.compute
 
 
 # The host's hook (ComfyUI's memory manager, nodes/memory.py), called before every load; an error
@@ -290,6 +298,7 @@ def room_request(path: Path, info: GGUFInfo, options: LoadOptions, n_ctx: int | 
         weights=path.stat().st_size,
         kv_cache=kv_cache_bytes(info, n_ctx),
         recurrent=recurrent_state_bytes(info) * (1 + rollback),
+        compute=compute_buffer_bytes(info, min(options.n_batch, n_ctx)),
     )
 
 

@@ -43,6 +43,18 @@ def kv_cache_bytes(info: GGUFInfo, n_ctx: int) -> int:
     return attention_layers * n_ctx * heads_kv * (k + v) * 2
 
 
+# llama-cpp-python's n_ubatch (it does not set it otherwise): the most tokens one graph decodes.
+N_UBATCH = 512
+
+
+def compute_buffer_bytes(info: GGUFInfo, n_batch: int) -> int:
+    """Bytes of llama.cpp's compute buffer that grow with the vocabulary: the float32 logits of
+    one micro-batch (``min(n_batch, 512)`` outputs × the vocabulary), reserved when the context
+    is made. At Qwen3.5's 248,320 tokens: 485 MiB, nearly all of the 503 MiB buffer llama.cpp
+    reports for its shape (``bench --only real_shape``)."""
+    return min(n_batch, N_UBATCH) * (info.vocab_size or 0) * 4
+
+
 def recurrent_state_bytes(info: GGUFInfo) -> int:
     """Bytes of one sequence's recurrent state (f32) in a hybrid model's Gated DeltaNet layers:
     the state matrices (value heads × key dim × value dim) and the convolution's last

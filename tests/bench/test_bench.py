@@ -7,6 +7,8 @@ figures stand for (tokens decoded, memory), never times.
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mangaka import procs
+from mangaka.paths import cache_root
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -216,3 +219,56 @@ def test_lora_train_without_a_lora_python_is_skipped_naming_how(monkeypatch, cap
     with caplog.at_level("WARNING", logger="mangaka"):
         assert training.lora_train(quick=True) == dict.fromkeys(training.KEYS)
     assert "no LoRA Python" in caplog.text and "lora/requirements.txt" in caplog.text
+
+
+STAND_IN_NVIDIA_SMI = """#!/bin/sh
+# A stand-in for the driver's nvidia-smi (no GPU here): the two questions gpu_bench.sh asks.
+case "$*" in
+  *name,compute_cap*) echo "Stand-in GPU, 9.0, 143771 MiB, 0.0" ;;
+  *compute_cap*) echo "9.0" ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+def test_gpu_bench_dry_run_prints_the_real_shape_figures(tmp_path):
+    """native/gpu_bench.sh on the CPU path (GPU_BENCH_DRY_RUN=1, a stand-in nvidia-smi) runs every
+    step a GPU machine runs but the builds, and its real_shape step (--quick: Qwen3.5-35B-A3B's
+    shape, 4 layers) prints finite figures under documented keys (llama-bench's are null where it
+    is not built, as in CI: a dry run builds nothing), the logits finite."""
+    stand_in = tmp_path / "bin" / "nvidia-smi"
+    stand_in.parent.mkdir()
+    stand_in.write_text(STAND_IN_NVIDIA_SMI)
+    stand_in.chmod(0o755)
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "PATH": f"{stand_in.parent}{os.pathsep}{os.environ['PATH']}",
+        "GPU_BENCH_DRY_RUN": "1",
+        "PYTHON": sys.executable,
+        "GPU_BENCH_HOME": str(tmp_path / "home"),
+        "MANGAKA_CACHE": str(cache_root()),
+        "OUT": str(out),
+    }
+    run = procs.run(
+        ["bash", str(ROOT / "native" / "gpu_bench.sh")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "Stand-in GPU" in (out / "gpu.txt").read_text()
+    assert json.loads((out / "gpu-check.json").read_text())["mode"] == "cpu-only"
+    assert json.loads((out / "bench.json").read_text())["gpu_layers"] == -1
+    figures = json.loads((out / "real-shape.json").read_text())
+    assert figures["real_shape_layers"] == 4 and figures["real_shape_quant"] == "Q4_K_M"
+    ceiling = {k for k in figures if "llama_bench" in k}
+    assert len(ceiling) == 4
+    for key, value in figures.items():
+        if key.startswith(("real_shape_", "memory_bandwidth")) and key != "real_shape_quant":
+            if key in ceiling and value is None:
+                continue
+            assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (key, value)
+    assert figures["real_shape_logits_finite"] == 1.0
+    assert 0 < figures["real_shape_forced_fraction"] < 1
+    assert figures["real_shape_memory_estimate_compute_gib"] > 0.4  # 512 × 248,320 float32 logits
+    assert "real_shape_decode_tok_s_ctx2048" in figures
+    assert undocumented(figures) == []

@@ -11,7 +11,14 @@ import pytest
 from mangaka.devtools.tiny_models import write_model
 from mangaka.doctor import memory_needed
 from mangaka.llm.gguf_info import read_gguf_info
-from mangaka.llm.memory import Fit, device_placement, kv_cache_bytes, placement, plan_release
+from mangaka.llm.memory import (
+    Fit,
+    compute_buffer_bytes,
+    device_placement,
+    kv_cache_bytes,
+    placement,
+    plan_release,
+)
 
 GB = 2**30
 
@@ -60,3 +67,11 @@ def test_an_llm_and_a_checkpoint_fit_together_alone_or_not_at_all():
     assert Fit(llm=22 * GB, checkpoint=7 * GB, reserve=GB, available=48 * GB).fits
     small = Fit(llm=22 * GB, checkpoint=7 * GB, reserve=GB, available=16 * GB)
     assert not small.fits and not small.fits_alone
+
+
+def test_the_compute_estimate_is_one_micro_batch_of_logits(tmp_path: Path):
+    info = read_gguf_info(write_model(tmp_path / "m.gguf", vocab_size=1000))
+    assert info.vocab_size == 1000
+    assert compute_buffer_bytes(info, 64) == 64 * 1000 * 4
+    # llama-cpp-python decodes at most 512 tokens a graph, whatever the batch.
+    assert compute_buffer_bytes(info, 2048) == 512 * 1000 * 4

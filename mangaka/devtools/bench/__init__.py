@@ -35,15 +35,26 @@ from .grounded import grounded_vs_free
 from .manga_page import manga_page_run
 from .memory import lora_memory
 from .page import page_compose
+from .real_shape import real_shape
 from .remote import remote_concurrency
 from .split import split_speed
 from .training import lora_train
 
 log = logging.getLogger(__name__)
 
+# Parts that run only when named with --only: real_shape writes a model of gigabytes (tens without
+# --quick) and decodes at up to 32k tokens of context.
+ONLY_WHEN_NAMED = frozenset({"real_shape"})
+
 
 def run(
-    *, threads: int, gpu_layers: int, quick: bool, engine: str | None, only: list[str] | None = None
+    *,
+    threads: int,
+    gpu_layers: int,
+    quick: bool,
+    engine: str | None,
+    only: list[str] | None = None,
+    quant: str = "Q4_K_M",
 ) -> dict[str, Any]:
     """Every part (or those in ``only``) in order, and the machine's facts: one dict of figures."""
     from ...llm import native
@@ -84,6 +95,7 @@ def run(
         "remote": lambda: remote_concurrency(threads),
         "demo": lambda: demo_run(threads),
         "manga_page": lambda: manga_page_run(threads, 1 if quick else 2),
+        "real_shape": lambda: real_shape(threads, gpu_layers, quick, quant),
     }
     unknown = sorted(set(only or []) - set(steps))
     if unknown:
@@ -101,7 +113,7 @@ def run(
         "quick": quick,
     }
     for name, step in steps.items():
-        if only and name not in only:
+        if (name not in only) if only else (name in ONLY_WHEN_NAMED):
             continue
         started = time.perf_counter()
         log.info("bench: %s …", name)

@@ -78,6 +78,50 @@ def constrained_vs_free(
     }
 
 
+def script_messages() -> tuple[list[dict[str, str]], dict]:
+    """The messages and schema of the Screenwriter's script call on the demo chapter."""
+    from ...screenplay.schema import script_call_schema
+
+    chapter = DEMO_CHAPTER.read_text(encoding="utf-8")
+    messages = [
+        {"role": "system", "content": "You adapt novel chapters into manga scripts."},
+        {"role": "user", "content": f"Write the manga script of this chapter as JSON.\n\n{chapter}"},
+    ]
+    return messages, script_call_schema(["lin", "tan", "bao"], 6, 8)
+
+
+def script_rates(
+    llm: Any, modes: tuple[str, ...], n_tokens: int, repeats: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+    """The script call decoded greedily in each of ``modes`` (``free``: no schema; else the
+    jump-forward mode), each round's runs back to back with the same ``n_tokens`` budget: tokens/s
+    per mode, the share of the output the schema forced, and the last text of each mode."""
+    from ...llm.base import PRESETS
+
+    messages, schema = script_messages()
+    rates: dict[str, list[float]] = {name: [] for name in modes}
+    forced: dict[str, list[float]] = {name: [] for name in modes if name not in ("free", "off")}
+    texts: dict[str, str] = {}
+    for _ in range(repeats):
+        for name in modes:
+            llm.jump_forward = "off" if name == "free" else name
+            clock = Clock()
+            done = llm.complete(
+                messages,
+                schema=None if name == "free" else schema,
+                sampling=PRESETS["greedy"],
+                max_tokens=n_tokens,
+                engine="llguidance",
+                context=CallContext(on_progress=clock),
+            )
+            rates[name].append(clock.rate())
+            texts[name] = done.text
+            if name in forced:
+                forced[name].append(llm.last_forced_tokens / max(1, done.usage.completion_tokens))
+    llm.jump_forward = "exact"
+    return rates, forced, texts
+
+
 def jump_forward(
     models: dict[str, Path], threads: int, gpu_layers: int, n_tokens: int, repeats: int
 ) -> dict[str, float]:
@@ -85,39 +129,13 @@ def jump_forward(
     ``canonical``) ÷ without, ÷ free decoding, and the share of the output the schema forced;
     each round's four runs back to back, the same ``n_tokens`` budget. ``models``: figure suffix
     → model ("" for gemma-3-270m)."""
-    from ...llm.base import PRESETS
     from ...llm.inprocess import LlamaCppLLM, LoadOptions
-    from ...screenplay.schema import script_call_schema
 
-    schema = script_call_schema(["lin", "tan", "bao"], 6, 8)
-    chapter = DEMO_CHAPTER.read_text(encoding="utf-8")
-    messages = [
-        {"role": "system", "content": "You adapt novel chapters into manga scripts."},
-        {"role": "user", "content": f"Write the manga script of this chapter as JSON.\n\n{chapter}"},
-    ]
-    greedy = PRESETS["greedy"]
     figures: dict[str, float] = {}
     for suffix, model in models.items():
         llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads, n_gpu_layers=gpu_layers))
-        rates: dict[str, list[float]] = {"free": [], "off": [], "exact": [], "canonical": []}
-        forced: dict[str, list[float]] = {"exact": [], "canonical": []}
-        texts: dict[str, str] = {}
-        for _ in range(repeats):
-            for name in rates:
-                llm.jump_forward = "off" if name == "free" else name
-                clock = Clock()
-                done = llm.complete(
-                    messages,
-                    schema=None if name == "free" else schema,
-                    sampling=greedy,
-                    max_tokens=n_tokens,
-                    engine="llguidance",
-                    context=CallContext(on_progress=clock),
-                )
-                rates[name].append(clock.rate())
-                texts[name] = done.text
-                if name in forced:
-                    forced[name].append(llm.last_forced_tokens / max(1, done.usage.completion_tokens))
+        modes = ("free", "off", "exact", "canonical")
+        rates, forced, texts = script_rates(llm, modes, n_tokens, repeats)
         tag = f"_{suffix}" if suffix else ""
         figures[f"script_forced_fraction{tag}"] = median(forced["exact"])
         figures[f"script_jump_forward_over_plain{tag}"] = paired(rates["exact"], rates["off"])

@@ -1,0 +1,217 @@
+"""Qwen3.5-35B-A3B's speed on its real shape: a random-weight model of the published shape and
+quantization (:mod:`mangaka.devtools.real_shape`), measured in one run against llama.cpp's own
+llama-bench and against the machine's memory bandwidth.
+
+``--quick`` runs a 4-layer slice (one group of three Gated DeltaNet layers and one attention layer,
+the smallest slice whose decode speed depends on the context) at contexts of 512 and 2048 tokens;
+without it, the whole 40-layer model at 1k, 8k and 32k tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ... import procs
+from ...errors import MangakaError
+from ...paths import cache_root
+from .common import median, native_script, paired
+from .decoding import script_rates
+
+log = logging.getLogger(__name__)
+
+QUICK_LAYERS = 4
+QUICK_DEPTHS = (512, 2048)
+FULL_DEPTHS = (1024, 8192, 32768)
+DEPTH_TOKENS = 16  # tokens decoded one at a time at each context depth
+
+
+def _rss() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            key = line.split(":")[0]
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                out[key] = int(line.split()[1]) * 1024
+    return out
+
+
+def memory_bandwidth(threads: int, mib: int = 256, repeats: int = 3) -> float:
+    """Bytes per second ``threads`` threads read from memory (each sums its own ``mib`` MiB of
+    float64; numpy releases the GIL while it sums): the best of ``repeats``."""
+    blocks = [np.ones(mib * 2**20 // 8) for _ in range(threads)]
+    best = 0.0
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            list(pool.map(np.sum, blocks))
+            best = max(best, threads * mib * 2**20 / (time.perf_counter() - started))
+    return best
+
+
+def bytes_per_token(path: Path) -> tuple[int, dict[str, int]]:
+    """Bytes of weights one decoded token reads: every dense tensor whole, the routed experts'
+    tensors at ``expert_used_count / expert_count``, one row of the token embedding."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    arch = reader.get_field("general.architecture").contents()
+    used = reader.get_field(f"{arch}.expert_used_count").contents()
+    experts = reader.get_field(f"{arch}.expert_count").contents()
+    parts = {"dense": 0, "experts": 0, "embedding_row": 0}
+    for t in reader.tensors:
+        n = int(t.n_bytes)
+        if t.name == "token_embd.weight":
+            parts["embedding_row"] += n // int(t.shape[-1])
+        elif "_exps." in t.name:
+            parts["experts"] += n * used // experts
+        else:
+            parts["dense"] += n
+    return sum(parts.values()), parts
+
+
+def _llama_bench(model: Path, threads: int, gpu_layers: int, repetitions: int) -> dict[str, float | None]:
+    """llama-bench pp512 and tg128 on ``model``; None for both when llama-bench is not built."""
+    script = native_script("llama_bench.py")
+    found = procs.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
+    binary = found.stdout.strip()
+    if found.returncode != 0 or not binary:
+        log.warning(
+            "llama-bench is not built, so real_shape has no C ceiling: run "
+            "`python native/llama_bench.py --link-wheel` (a few minutes) to include it"
+        )
+        return {"pp512": None, "tg128": None}
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mangaka_native_llama_bench", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ngl = 999 if gpu_layers < 0 else gpu_layers
+    result = module.run_llama_bench(
+        binary, model, threads, 128, 512, gpu_layers=ngl, repetitions=repetitions, timeout=1800
+    )
+    return {"pp512": float(result["pp_tokens_per_s"]), "tg128": float(result["tg_tokens_per_s"])}
+
+
+def _logits_finite(llm: Any) -> float:
+    """1.0 when the last position's logits are all finite after a prompt (the random blocks keep
+    every activation finite; the constrained sampler needs it)."""
+    import llama_cpp
+
+    raw = llm.model.llama
+
+    def run() -> bool:
+        raw.reset()
+        raw.eval(raw.tokenize(b"The lantern shop was quiet.", add_bos=False, special=False))
+        values = llama_cpp.llama_get_logits_ith(raw.ctx, -1)
+        return bool(np.isfinite(np.ctypeslib.as_array(values, shape=(raw.n_vocab(),))).all())
+
+    return float(llm.model.decode_thread.run(run, llm.model.abort_flag))
+
+
+def _decode_at_depths(llm: Any, depths: tuple[int, ...]) -> dict[str, float]:
+    """Tokens/s decoding one token at a time after ``depth`` tokens of context, for each depth."""
+    raw = llm.model.llama
+    rng = np.random.default_rng(0)
+    n_vocab = raw.n_vocab()
+    out: dict[str, float] = {}
+
+    def run(depth: int) -> float:
+        raw.reset()
+        raw.eval([int(t) for t in rng.integers(300, n_vocab - 300, depth)])
+        started = time.perf_counter()
+        for t in rng.integers(300, n_vocab - 300, DEPTH_TOKENS):
+            raw.eval([int(t)])
+        return DEPTH_TOKENS / (time.perf_counter() - started)
+
+    for depth in depths:
+        out[f"real_shape_decode_tok_s_ctx{depth}"] = llm.model.decode_thread.run(
+            lambda d=depth: run(d), llm.model.abort_flag
+        )
+    raw.reset()
+    return out
+
+
+def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
+    """The Screenwriter's script call: free, constrained with jump-forward off and exact."""
+    rates, forced, texts = script_rates(llm, ("free", "off", "exact"), n_tokens, repeats)
+    return {
+        "real_shape_free_tok_s": median(rates["free"]),
+        "real_shape_script_exact_tok_s": median(rates["exact"]),
+        "real_shape_script_plain_tok_s": median(rates["off"]),
+        "real_shape_jump_forward_over_plain": paired(rates["exact"], rates["off"]),
+        "real_shape_constrained_over_free": paired(rates["exact"], rates["free"]),
+        "real_shape_forced_fraction": median(forced["exact"]),
+        "real_shape_exact_same_text": float(texts["exact"] == texts["off"]),
+    }
+
+
+def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M") -> dict[str, Any]:
+    """Every real-shape figure, in one run (see the module's docstring)."""
+    from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+    from ...llm.loading import gguf_header, room_request
+    from ..real_shape import real_shape_model
+
+    layers = QUICK_LAYERS if quick else 40
+    depths = QUICK_DEPTHS if quick else FULL_DEPTHS
+    model = real_shape_model(cache_root() / "models", quant, layers)
+    tokens, parts = bytes_per_token(model)
+    bandwidth = memory_bandwidth(threads)
+    ceiling = _llama_bench(model, threads, gpu_layers, 1 if quick else 2)
+
+    release_models()
+    options = LoadOptions(n_ctx=max(depths) + 2 * DEPTH_TOKENS, n_threads=threads, n_gpu_layers=gpu_layers)
+    before = _rss()
+    started = time.perf_counter()
+    llm = LlamaCppLLM(model, options)
+    load_s = time.perf_counter() - started
+    estimate = room_request(model, gguf_header(model), options, llm.n_ctx)
+    figures: dict[str, Any] = {
+        "real_shape_quant": quant,
+        "real_shape_layers": layers,
+        "real_shape_file_gib": model.stat().st_size / 2**30,
+        "real_shape_load_s": load_s,
+        "real_shape_logits_finite": _logits_finite(llm),
+        "real_shape_llama_bench_pp512_tok_s": ceiling["pp512"],
+        "real_shape_llama_bench_tg128_tok_s": ceiling["tg128"],
+    }
+    figures.update(_decode_at_depths(llm, depths))
+    # What the process holds once it has decoded at every depth (every expert used, the KV cache
+    # written): resident memory above what it held before the load, against the estimate.
+    after = _rss()
+    held = after["VmRSS"] - before["VmRSS"]
+    figures.update(_script_calls(llm, 32 if quick else 128, 1))
+    tg = ceiling["tg128"]
+    figures["real_shape_free_over_llama_bench"] = figures["real_shape_free_tok_s"] / tg if tg else None
+    gib = 2**30
+    figures.update(
+        {
+            "real_shape_memory_estimate_gib": estimate.total / gib,
+            "real_shape_memory_estimate_weights_gib": estimate.weights / gib,
+            "real_shape_memory_estimate_kv_gib": estimate.kv_cache / gib,
+            "real_shape_memory_estimate_recurrent_gib": estimate.recurrent / gib,
+            "real_shape_memory_estimate_compute_gib": estimate.compute / gib,
+            "real_shape_memory_measured_gib": held / gib,
+            "real_shape_memory_measured_anon_gib": (after["RssAnon"] - before["RssAnon"]) / gib,
+            "real_shape_memory_measured_file_gib": (after["RssFile"] - before["RssFile"]) / gib,
+            "real_shape_estimate_over_measured": estimate.total / held,
+            "real_shape_bytes_per_token_mib": tokens / 2**20,
+            "real_shape_expert_bytes_per_token_mib": parts["experts"] / 2**20,
+            "memory_bandwidth_gb_s": bandwidth / 1e9,
+            "real_shape_bandwidth_bound_tok_s": bandwidth / tokens,
+            "real_shape_achieved_over_bound": figures["real_shape_free_tok_s"] * tokens / bandwidth,
+            "real_shape_llama_bench_over_bound": tg * tokens / bandwidth if tg else None,
+        }
+    )
+    release_models()
+    bad = [k for k, v in figures.items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        raise MangakaError(f"bench real_shape measured no finite value for {', '.join(bad)}")
+    return figures

@@ -16,7 +16,7 @@ from mangaka.llm.inprocess import (
     release_if_asked,
     resident_models,
 )
-from mangaka.llm.memory import kv_cache_bytes, recurrent_state_bytes
+from mangaka.llm.memory import compute_buffer_bytes, kv_cache_bytes, recurrent_state_bytes
 from tests.model.support import GREEDY, SMALL, USER
 
 
@@ -25,8 +25,13 @@ def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):
     model = llm.model
     assert model.placement == "ram"  # gpu_layers 0
     state = recurrent_state_bytes(model.info)  # and the recurrent state with its rollback snapshots
-    assert model.size_bytes == qwen35moe.stat().st_size + kv_cache_bytes(model.info, model.n_ctx) + state * (
-        1 + SMALL.rollback_tokens
+    logits = compute_buffer_bytes(model.info, min(SMALL.n_batch, model.n_ctx))  # one micro-batch's
+    assert (
+        model.size_bytes
+        == qwen35moe.stat().st_size
+        + kv_cache_bytes(model.info, model.n_ctx)
+        + state * (1 + SMALL.rollback_tokens)
+        + logits
     )
     assert resident_models("ram") == [model] and resident_models("gpu") == []
     assert loaded_bytes() == loaded_bytes("ram") == model.size_bytes and loaded_bytes("gpu") == 0

@@ -212,9 +212,11 @@ def test_a_failed_comparison_exits_1(monkeypatch, capsys):
 
 def test_gpu_bench_runs_gpu_check_after_the_offload_check_and_before_the_bench():
     text = (ROOT / "native" / "gpu_bench.sh").read_text()
-    check = text.index('"$root/native/gpu_check.py" --work "$home/gpu-check"')
+    check = text.index('"$root/native/gpu_check.py" "${check_mode[@]}" --work "$home/gpu-check"')
     assert text.index('grep -q "llama_supports_gpu_offload(): True"') < check
     assert check < text.index("llama-bench on SmolLM2") < text.index('"$vpy" -m mangaka bench')
+    # The CPU-only comparison is for the dry run alone: a real run compares the GPU with the CPU.
+    assert '[ "$dry" = 1 ] && check_mode=(--cpu-only)' in text[:check]
     assert '| tee "$results/gpu-check.json"' in text[check : check + 200]
     assert subprocess.run(["bash", "-n", str(ROOT / "native" / "gpu_bench.sh")]).returncode == 0
 

@@ -65,6 +65,7 @@ class Constraint:
         self.tokens = 0
         self.full_passes = 0
         self.forced_tokens = 0  # of ``tokens``, those the grammar forced (jump-forward)
+        self.draft_sizes: list[int] = []  # exact jump-forward: the draft tokens of each verified batch
 
     def choose(self, sampler: TokenSampler) -> int:
         raise NotImplementedError

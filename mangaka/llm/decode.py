@@ -188,6 +188,7 @@ def _verify(
     draft tokens and the sampler's other choice where the draft was cut (None when all were kept:
     the next token is sampled from the last row)."""
     kept = llama.n_tokens + 1
+    constraint.draft_sizes.append(len(draft))
     _eval_rows(llama, [token, *draft])
     accepted: list[int] = []
     choice: int | None = None

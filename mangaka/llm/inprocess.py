@@ -118,6 +118,7 @@ class LlamaCppLLM:
         # "exact" verifies them against the model's own choices, "canonical" takes them unverified
         self.jump_forward = jump_forward
         self.last_forced_tokens = 0  # of the last call's generated tokens, those the grammar forced
+        self.last_draft_sizes: list[int] = []  # the last call's exact jump-forward drafts, in tokens
         self.options = options or LoadOptions()
         self._model = load_model(self.path, self.options, on_progress, cancel)
         self.lora = Path(lora) if lora else None
@@ -266,6 +267,7 @@ class LlamaCppLLM:
 
         constraint = make_constraint(engine, llama, grammar) if grammar is not None else None
         self.last_forced_tokens = 0
+        self.last_draft_sizes = []
         interrupt = _InterruptToAbort(flag)
 
         def generate() -> tuple[int, DecodeResult]:
@@ -295,6 +297,7 @@ class LlamaCppLLM:
         finally:
             if constraint is not None:
                 self.last_forced_tokens = constraint.forced_tokens
+                self.last_draft_sizes = constraint.draft_sizes
                 constraint.close()
         if interrupt.hit or stop_watch.cancelled() or result.finish_reason == "cancelled":
             llama.reset()

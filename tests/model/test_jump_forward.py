@@ -25,6 +25,7 @@ import pytest
 import mangaka.llm.inprocess as inprocess
 from mangaka.errors import Cancelled
 from mangaka.llm.base import PRESETS, CallContext
+from mangaka.llm.decode import rewind_limit
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
 from mangaka.screenplay.schema import cast_call_schema, script_call_schema
 
@@ -142,6 +143,10 @@ def test_exact_jump_forward_writes_what_one_token_at_a_time_writes(model, name, 
     assert plain_forced == 0 and plain_steps == len(plain_tokens)
     assert forced > 0  # every schema here forces keys
     assert steps == len(tokens) - forced  # each kept forced token saved its own decode step
+    # every kept forced token came in a verified draft, no longer than the memory can drop again
+    drafts = llm.last_draft_sizes
+    assert drafts and sum(drafts) >= forced and len(drafts) <= steps
+    assert max(drafts) <= rewind_limit(llm.model.llama)
     at = first_difference(plain_tokens, tokens)
     if at is None:
         assert text == plain and len(tokens) == len(plain_tokens)

@@ -92,16 +92,19 @@ def script_messages() -> tuple[list[dict[str, str]], dict]:
 
 def script_rates(
     llm: Any, modes: tuple[str, ...], n_tokens: int, repeats: int
-) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str], dict[str, dict[str, Any]]]:
     """The script call decoded greedily in each of ``modes`` (``free``: no schema; else the
     jump-forward mode), each round's runs back to back with the same ``n_tokens`` budget: tokens/s
-    per mode, the share of the output the schema forced, and the last text of each mode."""
+    per mode, the share of the output the schema forced, the last text of each mode and its last
+    run's ``tokens`` (generated) and ``drafts`` (draft size of each batch exact jump-forward
+    verified)."""
     from ...llm.base import PRESETS
 
     messages, schema = script_messages()
     rates: dict[str, list[float]] = {name: [] for name in modes}
     forced: dict[str, list[float]] = {name: [] for name in modes if name not in ("free", "off")}
     texts: dict[str, str] = {}
+    last: dict[str, dict[str, Any]] = {}
     for _ in range(repeats):
         for name in modes:
             llm.jump_forward = "off" if name == "free" else name
@@ -116,10 +119,11 @@ def script_rates(
             )
             rates[name].append(clock.rate())
             texts[name] = done.text
+            last[name] = {"tokens": done.usage.completion_tokens, "drafts": list(llm.last_draft_sizes)}
             if name in forced:
                 forced[name].append(llm.last_forced_tokens / max(1, done.usage.completion_tokens))
     llm.jump_forward = "exact"
-    return rates, forced, texts
+    return rates, forced, texts, last
 
 
 def jump_forward(
@@ -135,7 +139,7 @@ def jump_forward(
     for suffix, model in models.items():
         llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads, n_gpu_layers=gpu_layers))
         modes = ("free", "off", "exact", "canonical")
-        rates, forced, texts = script_rates(llm, modes, n_tokens, repeats)
+        rates, forced, texts, _ = script_rates(llm, modes, n_tokens, repeats)
         tag = f"_{suffix}" if suffix else ""
         figures[f"script_forced_fraction{tag}"] = median(forced["exact"])
         figures[f"script_jump_forward_over_plain{tag}"] = paired(rates["exact"], rates["off"])

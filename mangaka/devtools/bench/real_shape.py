@@ -31,6 +31,9 @@ QUICK_LAYERS = 4
 QUICK_DEPTHS = (512, 2048)
 FULL_DEPTHS = (1024, 8192, 32768)
 DEPTH_TOKENS = 16  # tokens decoded one at a time at each context depth
+BATCH_ROWS = (1, 2, 4, 8)  # rows of the verify batches timed (exact jump-forward drafts ≤ 8 tokens)
+BATCH_CONTEXT = 256  # tokens of context before each timed batch
+MADV_PAGEOUT = 21  # linux/mman.h, Linux 5.4 and later
 
 
 def _rss() -> dict[str, int]:
@@ -41,6 +44,30 @@ def _rss() -> dict[str, int]:
             if key in ("VmRSS", "RssAnon", "RssFile"):
                 out[key] = int(line.split()[1]) * 1024
     return out
+
+
+def page_out(path: Path) -> int:
+    """Ask the kernel to reclaim this process's pages of ``path``'s mappings now (``MADV_PAGEOUT``):
+    the file pages llama.cpp read only to copy (the CPU's repacked weights) go, the ones it
+    reads in place come back as it decodes. Returns the bytes advised (0 where the kernel refused:
+    the resident figure then counts pages the kernel could reclaim)."""
+    import ctypes
+    import os
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    target = str(path.resolve())
+    advised = 0
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+        spans = [line.split(None, 5) for line in maps]
+    for span in spans:
+        if len(span) == 6 and span[5].strip() == target:
+            start, end = (int(x, 16) for x in span[0].split("-"))
+            if libc.madvise(start, end - start, MADV_PAGEOUT) != 0:
+                log.warning("madvise(MADV_PAGEOUT) on %s failed: %s", target, os.strerror(ctypes.get_errno()))
+                return 0
+            advised += end - start
+    return advised
 
 
 def memory_bandwidth(threads: int, mib: int = 256, repeats: int = 3) -> float:
@@ -139,9 +166,63 @@ def _decode_at_depths(llm: Any, depths: tuple[int, ...]) -> dict[str, float]:
     return out
 
 
+def _batch_costs(llm: Any, repeats: int = 3) -> dict[int, float]:
+    """Seconds one evaluation of ``n`` rows with logits for every row takes (the batch exact
+    jump-forward verifies: the sampled token and its draft) after ``BATCH_CONTEXT`` tokens, for
+    each ``n`` of ``BATCH_ROWS``: the best of ``repeats``."""
+    from ...llm.decode import _eval_rows, _rewind
+
+    raw = llm.model.llama
+    rng = np.random.default_rng(1)
+    n_vocab = raw.n_vocab()
+
+    def run() -> dict[int, float]:
+        raw.reset()
+        raw.eval([int(t) for t in rng.integers(300, n_vocab - 300, BATCH_CONTEXT)])
+        best: dict[int, float] = {}
+        for _ in range(repeats):
+            for n in BATCH_ROWS:
+                rows = [int(t) for t in rng.integers(300, n_vocab - 300, n)]
+                started = time.perf_counter()
+                _eval_rows(raw, rows)
+                took = time.perf_counter() - started
+                _rewind(raw, BATCH_CONTEXT)
+                best[n] = min(best.get(n, math.inf), took)
+        raw.reset()
+        return best
+
+    return llm.model.decode_thread.run(run, llm.model.abort_flag)
+
+
+def batch_cost(costs: dict[int, float], rows: int) -> float:
+    """Seconds for a batch of ``rows`` rows: linear between the timed sizes, and past the largest
+    along the last two's slope."""
+    sizes = sorted(costs)
+    if rows <= sizes[-1]:
+        return float(np.interp(rows, sizes, [costs[n] for n in sizes]))
+    a, b = sizes[-2], sizes[-1]
+    return costs[b] + (rows - b) * (costs[b] - costs[a]) / (b - a)
+
+
+def jump_forward_bound(costs: dict[int, float], tokens: int, forced: int, drafts: list[int]) -> float:
+    """Tokens/s with exact jump-forward ÷ without that the timed batches allow for a run of
+    ``tokens`` generated tokens, ``forced`` of them forced, whose verified drafts had ``drafts``
+    tokens: without, one single-row evaluation per token; with, one per sampled token, a batch of
+    1 + d rows where it came with a draft of d (grammar time left out of both)."""
+    single = costs[1]
+    sampled = tokens - forced
+    spent = (sampled - len(drafts)) * single + sum(batch_cost(costs, 1 + d) for d in drafts)
+    return tokens * single / spent if spent > 0 else math.nan
+
+
 def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
-    """The Screenwriter's script call: free, constrained with jump-forward off and exact."""
-    rates, forced, texts = script_rates(llm, ("free", "off", "exact"), n_tokens, repeats)
+    """The Screenwriter's script call: free, constrained with jump-forward off and exact, and
+    what the timed verify batches say exact jump-forward can gain on this model."""
+    rates, forced, texts, last = script_rates(llm, ("free", "off", "exact"), n_tokens, repeats)
+    costs = _batch_costs(llm)
+    exact = last["exact"]
+    n_forced = round(forced["exact"][-1] * max(1, exact["tokens"]))
+    drafts = exact["drafts"]
     return {
         "real_shape_free_tok_s": median(rates["free"]),
         "real_shape_script_exact_tok_s": median(rates["exact"]),
@@ -150,6 +231,10 @@ def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
         "real_shape_constrained_over_free": paired(rates["exact"], rates["free"]),
         "real_shape_forced_fraction": median(forced["exact"]),
         "real_shape_exact_same_text": float(texts["exact"] == texts["off"]),
+        **{f"real_shape_batch_cost_rows{n}": costs[n] / costs[1] for n in BATCH_ROWS[1:]},
+        "real_shape_draft_rows_mean": 1 + sum(drafts) / len(drafts) if drafts else 1.0,
+        "real_shape_drafted_fraction": len(drafts) / max(1, exact["tokens"] - n_forced),
+        "real_shape_jump_forward_bound": jump_forward_bound(costs, exact["tokens"], n_forced, drafts),
     }
 
 
@@ -172,6 +257,7 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
     started = time.perf_counter()
     llm = LlamaCppLLM(model, options)
     load_s = time.perf_counter() - started
+    paged_out = page_out(model)
     estimate = room_request(model, gguf_header(model), options, llm.n_ctx)
     figures: dict[str, Any] = {
         "real_shape_quant": quant,
@@ -184,7 +270,9 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
     }
     figures.update(_decode_at_depths(llm, depths))
     # What the process holds once it has decoded at every depth (every expert used, the KV cache
-    # written): resident memory above what it held before the load, against the estimate.
+    # written): resident memory above what it held before the load, against the estimate. The
+    # file pages read only to be copied were paged out after the load (page_out), so this is what
+    # the model needs, not what the page cache happens to hold.
     after = _rss()
     held = after["VmRSS"] - before["VmRSS"]
     figures.update(_script_calls(llm, 32 if quick else 128, 1))
@@ -201,6 +289,7 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
             "real_shape_memory_measured_gib": held / gib,
             "real_shape_memory_measured_anon_gib": (after["RssAnon"] - before["RssAnon"]) / gib,
             "real_shape_memory_measured_file_gib": (after["RssFile"] - before["RssFile"]) / gib,
+            "real_shape_memory_paged_out": float(paged_out > 0),
             "real_shape_estimate_over_measured": estimate.total / held,
             "real_shape_bytes_per_token_mib": tokens / 2**20,
             "real_shape_expert_bytes_per_token_mib": parts["experts"] / 2**20,

@@ -1,0 +1,50 @@
+"""The arithmetic and the memory probe of `bench --only real_shape`
+(mangaka/devtools/bench/real_shape.py), without a model."""
+
+from __future__ import annotations
+
+import mmap
+from pathlib import Path
+
+import pytest
+
+from mangaka.devtools.bench.real_shape import _rss, batch_cost, jump_forward_bound, page_out
+
+COSTS = {1: 1.0, 2: 1.5, 4: 2.5, 8: 4.5}
+
+
+def test_batch_cost_interpolates_and_extends_the_last_slope():
+    assert batch_cost(COSTS, 1) == 1.0
+    assert batch_cost(COSTS, 3) == pytest.approx(2.0)
+    assert batch_cost(COSTS, 8) == 4.5
+    assert batch_cost(COSTS, 9) == pytest.approx(5.0)  # 4 → 8 costs 0.5 a row
+
+
+def test_the_jump_forward_bound_counts_one_evaluation_per_sampled_token():
+    # 10 tokens, 4 forced in two drafts of 2 that were kept whole: 6 sampled tokens, 4 alone
+    # (4 × 1.0) and 2 with their drafts (2 × batch of 3 = 2 × 2.0): 8.0 against 10 single rows.
+    assert jump_forward_bound(COSTS, 10, 4, [2, 2]) == pytest.approx(10 / 8)
+    # a batch that costs its rows one by one gains nothing, however much is forced
+    linear = {n: float(n) for n in (1, 2, 4, 8)}
+    assert jump_forward_bound(linear, 10, 4, [2, 2]) == pytest.approx(1.0)
+    assert jump_forward_bound(COSTS, 10, 0, []) == pytest.approx(1.0)
+    # a draft cut short still paid for its rejected rows
+    assert jump_forward_bound(COSTS, 10, 1, [3]) == pytest.approx(10 / (8 + 2.5))
+
+
+def test_page_out_gives_back_a_mapped_files_pages(tmp_path: Path):
+    path = tmp_path / "weights.bin"
+    size = 64 * 2**20
+    with path.open("wb") as out:
+        out.write(b"\1" * size)
+    with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        before = _rss()["RssFile"]
+        assert sum(mapped[i] for i in range(0, size, 4096)) == size // 4096  # every page read
+        touched = _rss()["RssFile"]
+        assert touched - before > size // 2
+        advised = page_out(path)
+        if advised == 0:
+            pytest.skip("this kernel refuses MADV_PAGEOUT (before Linux 5.4)")
+        assert advised >= size
+        assert _rss()["RssFile"] < touched - size // 2  # the pages left the process
+        assert mapped[size - 1] == 1  # and come back when read

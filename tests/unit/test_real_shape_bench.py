@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.devtools.bench.real_shape import _rss, batch_cost, jump_forward_bound, page_out
+from mangaka.devtools.bench.real_shape import (
+    _rss,
+    attention_flops_per_position,
+    batch_cost,
+    context_cost,
+    jump_forward_bound,
+    page_out,
+)
 
 COSTS = {1: 1.0, 2: 1.5, 4: 2.5, 8: 4.5}
 
@@ -48,3 +55,21 @@ def test_page_out_gives_back_a_mapped_files_pages(tmp_path: Path):
         assert advised >= size
         assert _rss()["RssFile"] < touched - size // 2  # the pages left the process
         assert mapped[size - 1] == 1  # and come back when read
+
+
+def test_attention_flops_count_the_kv_layers_heads_and_widths(tmp_path: Path):
+    from mangaka.devtools.tiny_models import spec_for, write_model
+
+    for arch, kv_layers in (("qwen35moe", 1), ("qwen3moe", 2)):  # one layer in four attends in qwen35moe
+        spec = spec_for(arch)
+        flops = attention_flops_per_position(write_model(tmp_path / f"{arch}.gguf", arch))
+        assert flops == 2 * spec.n_head * 2 * spec.head_dim * kv_layers
+    # Qwen3.5-35B-A3B: 10 attention layers of 16 query heads, keys and values 256 wide
+    assert 2 * 16 * (256 + 256) * 10 == 163_840
+
+
+def test_context_cost_is_the_time_the_longer_context_adds():
+    # 10 tok/s at 1k, 5 tok/s at 11k: 0.1 s more a token for 10,000 more tokens of context
+    figures = context_cost({1000: 10.0, 11000: 5.0, 5000: 7.0}, flops_per_position=1_000_000)
+    assert figures["real_shape_context_ms_per_1k"] == pytest.approx(10.0)
+    assert figures["real_shape_attention_gflop_s"] == pytest.approx(1e6 * 10_000 / 0.1 / 1e9)

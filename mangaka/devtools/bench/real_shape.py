@@ -104,6 +104,34 @@ def bytes_per_token(path: Path) -> tuple[int, dict[str, int]]:
     return sum(parts.values()), parts
 
 
+def attention_flops_per_position(path: Path) -> int:
+    """FLOPs a decoded token spends per token of context: in every layer with a KV cache (the
+    ones holding ``attn_k``), each query head's dot product with a cached key and its weighted
+    sum of the cached value, two FLOPs a multiply-add."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    arch = reader.get_field("general.architecture").contents()
+    heads = reader.get_field(f"{arch}.attention.head_count").contents()
+    width = sum(reader.get_field(f"{arch}.attention.{kind}_length").contents() for kind in ("key", "value"))
+    layers = sum(1 for t in reader.tensors if t.name.endswith(".attn_k.weight"))
+    return 2 * heads * width * layers
+
+
+def context_cost(rates: dict[int, float], flops_per_position: int) -> dict[str, float]:
+    """From decode tokens/s at several context depths: the milliseconds each 1,000 more tokens of
+    context add to a token (between the shortest and the longest depth), and the attention
+    arithmetic rate that time implies (GFLOP/s)."""
+    short, long = min(rates), max(rates)
+    added = 1 / rates[long] - 1 / rates[short]
+    return {
+        "real_shape_context_ms_per_1k": 1e6 * added / (long - short),
+        "real_shape_attention_gflop_s": flops_per_position * (long - short) / added / 1e9
+        if added > 0
+        else math.nan,
+    }
+
+
 def _llama_bench(model: Path, threads: int, gpu_layers: int, repetitions: int) -> dict[str, float | None]:
     """llama-bench pp512 and tg128 on ``model``; None for both when llama-bench is not built."""
     script = native_script("llama_bench.py")
@@ -268,7 +296,15 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
         "real_shape_llama_bench_pp512_tok_s": ceiling["pp512"],
         "real_shape_llama_bench_tg128_tok_s": ceiling["tg128"],
     }
-    figures.update(_decode_at_depths(llm, depths))
+    by_depth = _decode_at_depths(llm, depths)
+    figures.update(by_depth)
+    if not quick:  # the quick slice's one attention layer over 1,536 tokens adds less than the noise
+        figures.update(
+            context_cost(
+                {d: by_depth[f"real_shape_decode_tok_s_ctx{d}"] for d in depths},
+                attention_flops_per_position(model),
+            )
+        )
     # What the process holds once it has decoded at every depth (every expert used, the KV cache
     # written): resident memory above what it held before the load, against the estimate. The
     # file pages read only to be copied were paged out after the load (page_out), so this is what

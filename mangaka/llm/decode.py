@@ -147,7 +147,7 @@ def rewind_limit(llama: Any) -> int:
     return int(import_llama_cpp().llama_n_rs_seq(llama._ctx.ctx))
 
 
-def _eval_rows(llama: Any, tokens: list[int]) -> None:
+def eval_rows(llama: Any, tokens: list[int]) -> None:
     """Evaluate ``tokens`` in one batch with logits for every row (``Llama.eval`` keeps the last
     row's only), keeping the library's bookkeeping (``n_tokens``, ``input_ids``)."""
     n_past = llama.n_tokens
@@ -158,7 +158,7 @@ def _eval_rows(llama: Any, tokens: list[int]) -> None:
     llama.n_tokens = n_past + len(tokens)
 
 
-def _rewind(llama: Any, n_tokens: int) -> None:
+def rewind(llama: Any, n_tokens: int) -> None:
     """Drop every position from ``n_tokens`` on, at most ``rewind_limit`` of them, once between
     two evaluations (a recurrent memory's rollback is used up by the next evaluation)."""
     if llama.n_tokens > n_tokens:
@@ -189,7 +189,7 @@ def _verify(
     the next token is sampled from the last row)."""
     kept = llama.n_tokens + 1
     constraint.draft_sizes.append(len(draft))
-    _eval_rows(llama, [token, *draft])
+    eval_rows(llama, [token, *draft])
     accepted: list[int] = []
     choice: int | None = None
     try:
@@ -205,7 +205,7 @@ def _verify(
             choice = None
     finally:
         sampler.row = -1
-    _rewind(llama, kept + len(accepted))  # the rows after the first other choice
+    rewind(llama, kept + len(accepted))  # the rows after the first other choice
     return accepted, choice
 
 

@@ -198,7 +198,7 @@ def _batch_costs(llm: Any, repeats: int = 3) -> dict[int, float]:
     """Seconds one evaluation of ``n`` rows with logits for every row takes (the batch exact
     jump-forward verifies: the sampled token and its draft) after ``BATCH_CONTEXT`` tokens, for
     each ``n`` of ``BATCH_ROWS``: the best of ``repeats``."""
-    from ...llm.decode import _eval_rows, _rewind
+    from ...llm.decode import eval_rows, rewind
 
     raw = llm.model.llama
     rng = np.random.default_rng(1)
@@ -212,9 +212,9 @@ def _batch_costs(llm: Any, repeats: int = 3) -> dict[int, float]:
             for n in BATCH_ROWS:
                 rows = [int(t) for t in rng.integers(300, n_vocab - 300, n)]
                 started = time.perf_counter()
-                _eval_rows(raw, rows)
+                eval_rows(raw, rows)
                 took = time.perf_counter() - started
-                _rewind(raw, BATCH_CONTEXT)
+                rewind(raw, BATCH_CONTEXT)
                 best[n] = min(best.get(n, math.inf), took)
         raw.reset()
         return best

@@ -16,18 +16,17 @@ module's namespace, so replacing ``mangaka.llm.inprocess.load_model`` (as tests 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 from pathlib import Path
 from typing import Any
 
-from .. import procs
 from ..errors import Cancelled, ContextOverflowError, GenerationError, MangakaError
 from .base import CallContext, CancelFn, Completion, Message, ProgressFn, Sampling, Usage
 from .chat import THINK_OPEN, normalize_messages, split_reasoning
 from .constrain import DEFAULT_ENGINE, ENGINES, make_constraint
 from .decode import DEFAULT_JUMP_FORWARD, DecodeResult, decode
 from .grammar import schema_to_gbnf
+from .interrupt import InterruptToAbort
 from .loading import (
     CHATML_TEMPLATE,
     DEFAULT_N_CTX,
@@ -268,7 +267,7 @@ class LlamaCppLLM:
         constraint = make_constraint(engine, llama, grammar) if grammar is not None else None
         self.last_forced_tokens = 0
         self.last_draft_sizes = []
-        interrupt = _InterruptToAbort(flag)
+        interrupt = InterruptToAbort(flag)
 
         def generate() -> tuple[int, DecodeResult]:
             start, reused = prepare_prefix(llama, model.prefix_cache, tokens, boundaries)
@@ -304,48 +303,6 @@ class LlamaCppLLM:
             interrupt.raise_if_hit()
             raise Cancelled("generation interrupted")
         return text, result.finish_reason, len(result.tokens), reused
-
-
-# The handlers that raise KeyboardInterrupt, which _InterruptToAbort takes the place of.
-_RAISING = ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, procs.interrupt_handler))
-
-
-class _InterruptToAbort:
-    """Ctrl-C (or SIGTERM, which the command line turns into an interrupt: ``procs``) during a
-    generation, turned into llama.cpp's abort flag; ``KeyboardInterrupt`` is raised once the decode
-    has stopped (``raise_if_hit``), from Python, not inside llama.cpp.
-
-    Python runs a signal handler at the next bytecode, which during a decode is the abort
-    callback: a handler's ``KeyboardInterrupt`` would be raised there, where ctypes can only print
-    it and ignore it. Only in the main thread (where signals arrive) and only in place of the
-    handlers that would raise it (Python's own for SIGINT, ``procs.interrupt_handler`` for SIGTERM);
-    elsewhere (ComfyUI's worker) it does nothing and ``cancel`` stops the run."""
-
-    def __init__(self, flag: list[bool]) -> None:
-        self.flag = flag
-        self.hit = False
-        self._previous: dict[int, Any] = {}
-
-    def _handler(self, _signum: int, _frame: object) -> None:
-        self.hit = True
-        self.flag[0] = True
-
-    def __enter__(self) -> _InterruptToAbort:
-        if threading.current_thread() is threading.main_thread():
-            for signum, raising in _RAISING:
-                if signal.getsignal(signum) is raising:  # ours for the decode
-                    self._previous[signum] = raising
-                    signal.signal(signum, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, previous in self._previous.items():
-            signal.signal(signum, previous)
-        self._previous.clear()
-
-    def raise_if_hit(self) -> None:
-        if self.hit:
-            raise KeyboardInterrupt
 
 
 class _CancelWatch:

@@ -29,6 +29,7 @@ from .base import CancelFn, ProgressFn
 from .constrain import forget_model
 from .decode_thread import DecodeThread
 from .gguf_info import GGUFInfo, read_gguf_info
+from .interrupt import InterruptToAbort
 from .memory import (
     Placement,
     compute_buffer_bytes,
@@ -352,14 +353,21 @@ def _load(
 ) -> LoadedModel:
     llama_cpp = import_llama_cpp()
     check_version(llama_cpp)
-    progress = LoadProgress(llama_cpp, on_progress, cancel)
+    # Ctrl-C or SIGTERM during the load stops it through the progress callback and is raised
+    # after it (raised inside llama.cpp's log callback, ctypes would drop it: interrupt.py)
+    interrupted = [False]
+    progress = LoadProgress(
+        llama_cpp, on_progress, lambda: interrupted[0] or (cancel is not None and cancel())
+    )
     n_ctx = effective_n_ctx(info, options.n_ctx)
     if n_ctx < options.n_ctx:
         log.info("context %d is above %s's trained length %d; using it", options.n_ctx, path.name, n_ctx)
+    interrupt = InterruptToAbort(interrupted)
     started = time.monotonic()
     try:
         rollback = _rollback(info, options)
         with (
+            interrupt,
             flash_attn_type(llama_cpp, options.flash_attn),
             progress.installed(),
             recurrent_snapshots(llama_cpp, rollback),
@@ -376,6 +384,7 @@ def _load(
                 verbose=False,
             )
     except (ValueError, RuntimeError) as exc:
+        interrupt.raise_if_hit()
         if progress.stopped is not None:
             raise progress.stopped from None
         raise ModelFileError(
@@ -383,6 +392,7 @@ def _load(
             f"{exc}. The file may be truncated or need more memory than is free; lower the context "
             "or GPU layers, or check the download."
         ) from None
+    interrupt.raise_if_hit()  # after the last progress call: the loaded model is dropped
     check_flash_attn(llama_cpp, llama, options.flash_attn)
     held = room_request(path, info, options, llama.n_ctx())  # at the context llama.cpp made
     loaded = LoadedModel(

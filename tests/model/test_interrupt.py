@@ -51,3 +51,35 @@ def test_ctrl_c_while_generating_is_interrupted_exit_130(tmp_path, signum):
     assert errors == ["ERROR mangaka: interrupted"], stderr[-3000:]
     assert "Exception ignored" not in stderr and "Traceback" not in stderr, stderr[-3000:]
     assert list(tmp_path.iterdir()) == []  # nothing written, no temporary file
+
+
+def test_sigterm_during_the_model_load_stops_it_and_is_raised_after(monkeypatch):
+    """A signal that lands while llama.cpp loads the model was lost: Python ran its handler inside
+    one of the library's ctypes callbacks, where the ``KeyboardInterrupt`` was dropped (and with
+    ``verbose=False`` even its message), and the run went on. It now stops the load at the next
+    progress call and is raised once llama.cpp has returned. The signal is sent from inside the
+    load (at its first progress call), as a ``kill`` from outside lands during a long load."""
+    from mangaka import procs
+    from mangaka.llm import loading, patches
+    from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+
+    called = patches.LoadProgress._called
+    sent = []
+
+    def first_call_sends_sigterm(self, fraction, user_data):
+        if not sent:
+            sent.append(fraction)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return called(self, fraction, user_data)
+
+    monkeypatch.setattr(patches.LoadProgress, "_called", first_call_sends_sigterm)
+    release_models()
+    options = LoadOptions(n_ctx=1536, n_threads=1)
+    with procs.terminate_as_interrupt(), pytest.raises(KeyboardInterrupt):
+        LlamaCppLLM(demo_model_path(), options)
+    assert sent, "the load made no progress call"
+    assert signal.getsignal(signal.SIGTERM) is not procs.interrupt_handler  # the block restored it
+    assert not loading.cached_models()  # nothing half-loaded is kept
+    monkeypatch.undo()
+    assert LlamaCppLLM(demo_model_path(), options).model.n_ctx == 1536  # and the next load works
+    release_models()

@@ -355,14 +355,13 @@ def _load(
     check_version(llama_cpp)
     # Ctrl-C or SIGTERM during the load stops it through the progress callback and is raised
     # after it (raised inside llama.cpp's log callback, ctypes would drop it: interrupt.py)
-    interrupted = [False]
+    interrupt = InterruptToAbort([False])
     progress = LoadProgress(
-        llama_cpp, on_progress, lambda: interrupted[0] or (cancel is not None and cancel())
+        llama_cpp, on_progress, lambda: interrupt.hit or (cancel is not None and cancel())
     )
     n_ctx = effective_n_ctx(info, options.n_ctx)
     if n_ctx < options.n_ctx:
         log.info("context %d is above %s's trained length %d; using it", options.n_ctx, path.name, n_ctx)
-    interrupt = InterruptToAbort(interrupted)
     started = time.monotonic()
     try:
         rollback = _rollback(info, options)

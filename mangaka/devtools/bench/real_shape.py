@@ -171,6 +171,11 @@ def _logits_finite(llm: Any) -> float:
     return float(llm.model.decode_thread.run(run, llm.model.abort_flag))
 
 
+def _random_tokens(rng: np.random.Generator, n_vocab: int, n: int) -> list[int]:
+    """``n`` random ordinary tokens (clear of the vocabulary's special ends)."""
+    return [int(t) for t in rng.integers(300, n_vocab - 300, n)]
+
+
 def _decode_at_depths(llm: Any, depths: tuple[int, ...]) -> dict[str, float]:
     """Tokens/s decoding one token at a time after ``depth`` tokens of context, for each depth."""
     raw = llm.model.llama
@@ -180,10 +185,10 @@ def _decode_at_depths(llm: Any, depths: tuple[int, ...]) -> dict[str, float]:
 
     def run(depth: int) -> float:
         raw.reset()
-        raw.eval([int(t) for t in rng.integers(300, n_vocab - 300, depth)])
+        raw.eval(_random_tokens(rng, n_vocab, depth))
         started = time.perf_counter()
-        for t in rng.integers(300, n_vocab - 300, DEPTH_TOKENS):
-            raw.eval([int(t)])
+        for t in _random_tokens(rng, n_vocab, DEPTH_TOKENS):
+            raw.eval([t])
         return DEPTH_TOKENS / (time.perf_counter() - started)
 
     for depth in depths:
@@ -206,11 +211,11 @@ def _batch_costs(llm: Any, repeats: int = 3) -> dict[int, float]:
 
     def run() -> dict[int, float]:
         raw.reset()
-        raw.eval([int(t) for t in rng.integers(300, n_vocab - 300, BATCH_CONTEXT)])
+        raw.eval(_random_tokens(rng, n_vocab, BATCH_CONTEXT))
         best: dict[int, float] = {}
         for _ in range(repeats):
             for n in BATCH_ROWS:
-                rows = [int(t) for t in rng.integers(300, n_vocab - 300, n)]
+                rows = _random_tokens(rng, n_vocab, n)
                 started = time.perf_counter()
                 eval_rows(raw, rows)
                 took = time.perf_counter() - started

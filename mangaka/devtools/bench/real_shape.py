@@ -49,11 +49,13 @@ def _rss() -> dict[str, int]:
 def page_out(path: Path) -> int:
     """Ask the kernel to reclaim this process's pages of ``path``'s mappings now (``MADV_PAGEOUT``):
     the file pages llama.cpp read only to copy (the CPU's repacked weights) go, the ones it
-    reads in place come back as it decodes. Returns the bytes advised (0 where the kernel refused:
-    the resident figure then counts pages the kernel could reclaim)."""
+    reads in place come back as it decodes. Returns the bytes advised (0 where the kernel refused
+    or is not Linux: the resident figure then counts pages the kernel could reclaim)."""
     import ctypes
     import os
 
+    if not sys.platform.startswith("linux"):  # no /proc/self/maps, no MADV_PAGEOUT
+        return 0
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     target = str(path.resolve())

@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from . import procs
 from .batch.options import BOOK_OPTIONS
@@ -29,13 +30,22 @@ log = logging.getLogger("mangaka")
 DEMO_OUTPUT = "demo.screenplay.json"  # in the current folder, with demo.storyboard.png beside it
 
 
-def _add_model_args(p: argparse.ArgumentParser, *, model_required: bool, output: str | None) -> None:
+def _add_model_args(
+    p: argparse.ArgumentParser,
+    *,
+    model_required: bool,
+    output: str | None,
+    defaults: dict[str, Any] | None = None,
+    unset: str = "unset by default",
+) -> None:
+    """--model, --lora, Load LLM's and the Screenwriter's flags (``defaults``: the command's own,
+    by field; ``unset``: how their help says a None one) and ``-o`` when ``output`` is given."""
     from .screenplay.options import add_request_args
 
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
     p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
     add_flags(p, {k: o for k, o in LOAD_OPTIONS.items() if k != "memory"})  # llm/options.py
-    add_request_args(p)  # the Screenwriter's options, from their declarations (screenplay/options.py)
+    add_request_args(p, defaults, unset)  # the Screenwriter's (screenplay/options.py)
     if output is not None:
         p.add_argument("-o", "--output", type=Path, help=output)
 
@@ -307,7 +317,10 @@ def _add_eval_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval", help="score the Screenwriter against a gold chapter set (fidelity; seeds; two configurations)"
     )
-    _add_model_args(p, model_required=False, output=None)
+    _add_model_args(
+        p, model_required=False, output=None, defaults={"panels": None, "dialogue": None},
+        unset="default: the chapter's reference screenplay's count, else auto",
+    )  # fmt: skip
     add_arguments(p)
     p.set_defaults(func=cmd_eval)
 

@@ -81,16 +81,16 @@ class Option:
         """``512 to 262144``, ``-4 to 4``: the range as the messages and tables say it."""
         return f"{_number(self.low)} to {_number(self.high)}"
 
-    def flag_help(self, default: Any = ...) -> str:
+    def flag_help(self, default: Any = ..., unset: str = "unset by default") -> str:
         """The command line's help: the help, the range (and ``auto``), the default (``default``: a
-        command's own, else the declared one)."""
+        command's own, else the declared one; ``unset``: what a command says when it is None)."""
         bounds = f"; {self.bounds()}{self.meaning}" if self.low is not None else ""
         auto = " or auto (counted from the chapter)" if self.auto else ""
         text = self.help.replace("%", "%%")  # argparse formats the help with %
         if self.kind == "bool":
             return text
         default = self.default if default is ... else default
-        said = "unset by default" if default in (None, "") else "default %(default)s"
+        said = unset if default in (None, "") else "default %(default)s"
         return f"{text}{bounds}{auto} ({said})"
 
     def check(self, value: Any, label: str | None = None) -> Any:
@@ -148,15 +148,18 @@ def count_or_auto(text: str) -> int | str:
 
 
 def add_flags(
-    p: argparse.ArgumentParser, options: Mapping[str, Option], defaults: Mapping[str, Any] | None = None
+    p: argparse.ArgumentParser,
+    options: Mapping[str, Option],
+    defaults: Mapping[str, Any] | None = None,
+    unset: str = "unset by default",
 ) -> None:
     """The flags of every option in ``options`` that has one, from its declaration (``defaults``: a
-    command's own defaults by field, said in its help)."""
+    command's own defaults by field, said in its help; ``unset``: how its help says a None one)."""
     for o in options.values():
         if o.flag is None:
             continue
         default = (defaults or {}).get(o.field, o.default)
-        kwargs: dict[str, Any] = {"default": default, "help": o.flag_help(default), "dest": o.dest}
+        kwargs: dict[str, Any] = {"default": default, "help": o.flag_help(default, unset), "dest": o.dest}
         if o.kind == "bool":
             kwargs["action"] = argparse.BooleanOptionalAction if default else "store_true"
         elif o.kind == "float":

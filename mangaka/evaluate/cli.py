@@ -48,6 +48,18 @@ def _count(text: str) -> int | str:
     return AUTO if text.strip().casefold() == AUTO else int(text)
 
 
+def _flag(text: str) -> bool:
+    """A ``--compare`` switch: on/off (true/false); ``ValueError`` otherwise."""
+    word = text.strip().casefold()
+    if word in ("on", "true"):
+        return True
+    if word in ("off", "false"):
+        return False
+    raise ValueError(text)
+
+
+_KINDS = {"bool": _flag}
+
 # --compare KEY → (the argument it sets, how its value is read). "none" clears a path. The
 # Screenwriter's options come from their declarations (screenplay/options.py), keyed by their flag.
 COMPARE_KEYS: dict[str, tuple[str, Any]] = {
@@ -59,7 +71,7 @@ COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "ctx": ("ctx", int),
     "jump_forward": ("jump_forward", str),
     **{
-        o.dest: (o.dest, _count if o.auto else int if o.low is not None else str)
+        o.dest: (o.dest, _count if o.auto else int if o.low is not None else _KINDS.get(o.kind, str))
         for o in OPTIONS.values()
         if o.flag and o.compare
     },
@@ -83,7 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remote-model", default="", help="the model name the server lists (default: its own)")
     p.add_argument("--api-key-env", help="the NAME of the environment variable that holds the server's key")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
-    p.set_defaults(panels=None, dialogue=None, concurrency=1)
+    p.set_defaults(concurrency=1)
 
 
 def select_cases(args: argparse.Namespace) -> tuple[str, list[GoldCase]]:
@@ -121,9 +133,12 @@ def _override(args: argparse.Namespace, spec: str) -> argparse.Namespace:
     try:
         setattr(changed, name, kind(value))
     except ValueError:
-        what = {int: "a whole number", float: "a number", _count: "a whole number or auto"}.get(
-            kind, "a value"
-        )
+        what = {
+            int: "a whole number",
+            float: "a number",
+            _count: "a whole number or auto",
+            _flag: "on or off",
+        }.get(kind, "a value")
         raise InputError(f"--compare {spec}: {value!r} is not {what}, which {key} takes") from None
     if name == "remote":
         changed.model = None
@@ -167,6 +182,7 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
         "panels": panels,
         "dialogue": dialogue,
         "dialogue_from": request.dialogue_from,
+        "speaker_hints": request.speaker_hints,
         "jump_forward": args.jump_forward,
     }
     return EvalConfig(name, settings, request, panels, dialogue)

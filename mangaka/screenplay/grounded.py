@@ -143,12 +143,13 @@ def hint_id(hint: str | None, cast: Sequence[Character], language: str) -> str |
     return best.id if best is not None and name_match(hint, [best.name], language) else None
 
 
-def quote_listing(grounding: Grounding, cast: Sequence[Character], language: str) -> str:
-    """The quoted lines of the call, one per line: number, unit, the text's speaker hint, text."""
+def quote_listing(grounding: Grounding, cast: Sequence[Character], language: str, hints: bool = True) -> str:
+    """The quoted lines of the call, one per line: number, unit, the text's speaker hint (unless
+    ``hints`` is off), text."""
     out = []
     for line in grounding.lines:
         quote = grounding.map.quote_of(line.number)
-        who = hint_id(quote.hint, cast, language)
+        who = hint_id(quote.hint, cast, language) if hints else None
         part = f", part {line.part} of {line.parts}" if line.parts > 1 else ""
         hint = f", likely {who}" if who else ""
         out.append(f"- {line.number} [{line.unit}{part}{hint}]: {line.text}")

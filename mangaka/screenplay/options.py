@@ -88,6 +88,15 @@ OPTIONS = declare(
         widget="dialogue", compare=True,
     ),
     Option(
+        "speaker_hints", True,
+        "Tell the model who the text says speaks each quoted line (an attribution such as "
+        "'said Mei', the nearest name, turn-taking) as a hint; the model decides (from the chapter "
+        "only)",
+        "把文本所示的说话人（如“梅说”、最近的名字、轮流说话）作为提示告诉模型；"
+        "由模型决定（仅 from the chapter）",
+        flag="--speaker-hints", compare=True,
+    ),
+    Option(
         "scene_chars", DEFAULT_SCENE_CHARS,
         "A chapter longer than this many characters is written scene by scene (0: only when it "
         "does not fit the context)",
@@ -107,9 +116,12 @@ OPTIONS = declare(
 )  # fmt: skip
 
 
-def add_request_args(p: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None) -> None:
-    """The flags of every Screenwriter option that has one (``defaults``: a command's own)."""
-    add_flags(p, OPTIONS, defaults)
+def add_request_args(
+    p: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None, unset: str = "unset by default"
+) -> None:
+    """The flags of every Screenwriter option that has one (``defaults``: a command's own;
+    ``unset``: how the help says a None one)."""
+    add_flags(p, OPTIONS, defaults, unset)
 
 
 def request_fields_from_args(args: argparse.Namespace) -> dict[str, Any]:

@@ -91,6 +91,7 @@ class ScreenplayRequest:
     prompt_language: str | None = OPTIONS["prompt_language"].default  # None: the screenplay's own
     scene_chars: int = OPTIONS["scene_chars"].default  # a longer chapter is written scene by scene
     dialogue_from: str = OPTIONS["dialogue_from"].default  # the chapter's quotes verbatim, or "free"
+    speaker_hints: bool = OPTIONS["speaker_hints"].default  # the text's likely speaker, shown
 
     def __post_init__(self) -> None:
         if self.sampling is None:  # callers that pass "no preference"
@@ -106,6 +107,7 @@ class ScreenplayRequest:
             raise InputError.about(
                 "language", f"{self.language!r} is not supported; choose one of: {', '.join(LANGUAGES)}"
             )
+        OPTIONS["speaker_hints"].check(self.speaker_hints)
         if self.dialogue_from not in DIALOGUE_FROM:
             raise InputError.about(
                 "dialogue_from",

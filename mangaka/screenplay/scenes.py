@@ -23,9 +23,9 @@ and a short summary of the panels already written (``story_so_far``).
 How many panels (``auto``): one per ``CJK_CHARS_PER_PANEL`` Chinese or Japanese characters, or per
 ``OTHER_CHARS_PER_PANEL`` characters of other scripts (about 140 English words), at least one,
 at most ``MAX_PANELS`` for the chapter. How many lines (``auto``): the chapter's quoted lines
-(quote marks as ``evaluate/quotes.py`` finds them), at least half the panels (captions carry
-narration) and at most two per panel. A fixed count is spread over the scenes in proportion to
-their length (lines: to their quoted lines), at least one panel a scene.
+(quote marks as the source map finds them: ``mangaka/source/quotes.py``), at least half the
+panels (captions carry narration) and at most two per panel. A fixed count is spread over the
+scenes in proportion to their length (lines: to their quoted lines), at least one panel a scene.
 """
 
 from __future__ import annotations

@@ -38,8 +38,9 @@ def readme_demo_command() -> str:
     return command.group(1).strip()
 
 
-def assert_demo_outputs(stdout: str, cwd: Path) -> dict:
-    """The demo printed the screenplay's path, then the storyboard page's; both are what they say."""
+def assert_demo_outputs(stdout: str, stderr: str, cwd: Path) -> dict:
+    """The demo printed the screenplay's path, then the storyboard page's; both are what they say,
+    and the storyboard's report names no card cut short or covered by its balloons."""
     paths = [cwd / line for line in stdout.split("\n") if line.strip()]
     assert len(paths) == 2, stdout
     screenplay, storyboard = paths
@@ -48,6 +49,11 @@ def assert_demo_outputs(stdout: str, cwd: Path) -> dict:
     jsonschema.validate(data, SCHEMA)
     assert validate_screenplay(data) == []
     assert_demo_keeps_its_chapter(data)
+    lost = [
+        line for line in stderr.splitlines()
+        if "storyboard:" in line and ("cut with" in line or "placed over the card" in line)
+    ]  # fmt: skip
+    assert not lost, lost
     with Image.open(storyboard) as page:
         assert page.width > 500 and page.height > 500
         assert sum(1 for n in page.convert("L").histogram() if n) > 8  # drawn, not blank
@@ -69,11 +75,15 @@ def assert_demo_keeps_its_chapter(data: dict) -> None:
         if line.quote is not None:
             assert line.line == flat[line.quote - 1]
     names = [c.name for c in screenplay.characters]
-    for who in (["Mei"], ["the old man", "old man", "An old man"]):
+    people = (["Mei"], ["the old man", "old man", "An old man"])
+    for who in people:
         assert any(name_match(n, who, "en") for n in names), (who, names)
     assert all(name_match(n, ["Mei", "the old man"], "en") for n in names), names
     shown = {cid for p in screenplay.panels for cid in p.characters}
-    assert len(shown) >= 1 and shown <= {c.id for c in screenplay.characters}
+    assert shown <= {c.id for c in screenplay.characters}
+    for who in people:
+        ids = {c.id for c in screenplay.characters if name_match(c.name, who, "en")}
+        assert ids & shown, f"no panel the storyboard draws shows {who[0]}: {screenplay.panels}"
 
 
 def _copy_checkout(dest: Path) -> None:
@@ -114,7 +124,7 @@ def test_the_readme_demo_command_on_a_fresh_venv(tmp_path):
     assert run.returncode == 0, run.stderr[-4000:]
     assert (pack / ".venv" / "bin" / "python").is_file()
     assert "toy model" in run.stderr and "Qwen3.5-35B-A3B" in run.stderr
-    assert_demo_outputs("\n".join(run.stdout.split("\n")[-3:]), pack)  # setup's lines come first
+    assert_demo_outputs("\n".join(run.stdout.split("\n")[-3:]), run.stderr, pack)  # setup's lines come first
 
 
 def _threads() -> list[int]:
@@ -178,5 +188,5 @@ def test_the_demo_over_seeds_and_thread_counts(threads, tmp_path):
         if run.returncode != 0:
             failed.append(f"seed {seed}: {run.stderr.strip().splitlines()[-1:]}")
             continue
-        assert_demo_outputs(run.stdout, ROOT)
+        assert_demo_outputs(run.stdout, run.stderr, ROOT)
     assert not failed, f"demo failed at {threads} threads: " + "; ".join(failed)

@@ -140,6 +140,16 @@ def test_a_chapter_without_a_reference_is_asked_for_the_given_counts_or_auto(tmp
     assert case_request(config, scene, 0).max_characters == ScreenplayRequest().max_characters
 
 
+def test_compare_turns_the_speaker_hints_off_and_names_a_bad_switch():
+    base = args_of("gold", "--remote", "http://127.0.0.1:9")
+    a, b = _config("a", base), _config("b", _apply(base, ["speaker_hints=off"]))
+    assert (a.request.speaker_hints, b.request.speaker_hints) == (True, False)
+    assert (a.settings["speaker_hints"], b.settings["speaker_hints"]) == (True, False)
+    assert _config("c", _apply(base, ["speaker-hints=on"])).request.speaker_hints is True
+    with pytest.raises(InputError, match=r"--compare speaker_hints=maybe: 'maybe' is not on or off"):
+        _apply(base, ["speaker_hints=maybe"])
+
+
 def test_compare_takes_auto_counts_and_names_a_bad_one():
     base = args_of("gold", "--remote", "http://127.0.0.1:9", "--panels", "3")
     b = _config("b", _apply(base, ["panels=auto", "dialogue=5"]))

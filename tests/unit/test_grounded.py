@@ -516,3 +516,25 @@ def test_a_chapter_naming_nobody_gets_the_models_cast_even_with_a_bible(caplog):
         cast = write_cast(SchemaLLM(kenji), chapter, ScreenplayRequest(), bible=bible).value
     assert [c.name for c in cast] == ["Kenji"]
     assert "names nobody" in caplog.text
+
+
+def test_speaker_hints_off_shows_the_model_no_likely_speaker():
+    """The text's attributions reach the model as ``likely`` (listing and schema) unless the
+    request turns them off; the rest of the call is the same."""
+    chapter = _scene("Mei", "Akira", 3)
+    calls = {}
+    for hints in (True, False):
+        llm = SchemaLLM(cast_reply, script_reply)
+        write_screenplay(llm, chapter, ScreenplayRequest(panels=3, dialogue=3, speaker_hints=hints))
+        calls[hints] = llm.calls[1]
+    on, off = calls[True], calls[False]
+    said = {hints: "\n".join(m["content"] for m in call["messages"]) for hints, call in calls.items()}
+    assert said[True].count(", likely mei]") == 3
+    assert ", likely" not in said[False]
+    assert said[True].replace(", likely mei]", "]") == said[False]
+    lines = [item["properties"] for item in on["schema"]["properties"]["dialogue"]["prefixItems"]]
+    assert [line["likely"]["const"] for line in lines] == ["mei"] * 3
+    lines = [item["properties"] for item in off["schema"]["properties"]["dialogue"]["prefixItems"]]
+    assert all("likely" not in line for line in lines)
+    rest = [{**call["schema"]["properties"], "dialogue": None} for call in (on, off)]
+    assert rest[0] == rest[1]

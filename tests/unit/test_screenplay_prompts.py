@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -34,15 +33,6 @@ def test_prompts_folder_is_found_next_to_the_package():
 LANGUAGES = sorted(PROMPT_LANGUAGES)
 
 
-def _pending(name: str, language: str) -> bool:
-    """The script prompts (script*.md) are written separately: a missing Japanese one is skipped."""
-    return (
-        language == "ja"
-        and Path(name).name.startswith("script")
-        and not (PROMPTS_DIR / f"{name}.{language}.md").is_file()
-    )
-
-
 def _english_prompts() -> list[str]:
     """Every screenwriter and structured prompt that has an English file, e.g. "screenwriter/cast"."""
     return sorted(
@@ -58,17 +48,14 @@ def test_the_named_prompts_are_all_the_english_ones():
 
 @pytest.mark.parametrize("name", SCREENWRITER + STRUCTURED)
 def test_every_prompt_exists_in_every_prompt_language(name: str):
-    expected = [language for language in LANGUAGES if not _pending(name, language)]
-    assert prompt_languages(name) == expected
-    for language in expected:
+    assert prompt_languages(name) == LANGUAGES
+    for language in LANGUAGES:
         assert load_prompt(name, language).strip()
 
 
 @pytest.mark.parametrize("language", PROMPT_LANGUAGES)
 def test_each_language_version_has_the_same_placeholders(language: str):
     for name in SCREENWRITER + STRUCTURED:
-        if _pending(name, language):
-            continue
         en = PLACEHOLDER.findall(load_prompt(name, "en"))
         found = PLACEHOLDER.findall(load_prompt(name, language))
         assert sorted(found) == sorted(en), name  # the same names, each as often
@@ -76,8 +63,6 @@ def test_each_language_version_has_the_same_placeholders(language: str):
 
 @pytest.mark.parametrize("name", _english_prompts())
 def test_every_english_prompt_has_a_japanese_version_with_its_placeholders(name: str):
-    if _pending(name, "ja"):
-        pytest.skip(f"{name}.ja.md is not written yet")
     en = set(PLACEHOLDER.findall(load_prompt(name, "en")))
     assert set(PLACEHOLDER.findall(load_prompt(name, "ja"))) == en
 

@@ -5,9 +5,10 @@ Four sets are declared with ``Option``: the Screenwriter's (``screenplay/options
 (``llm/options.py``), Compose Page's (``page/options.py``) and the book's (``batch/options.py``).
 From each declaration come the command-line flags (``add_flags``), the node widgets
 (``nodes/_comfy.py:widget``), the engine's range checks (``Option.check``), the option tables in
-``docs/cli.md`` (``option_table``) and the Chinese tooltips in ``locales/zh/nodeDefs.json``
-(checked against ``help_zh``). ``tests/unit/test_options.py`` and ``tests/comfy/test_locales.py``
-fail when a flag, a widget, a doc table or a locale entry disagrees with its declaration.
+``docs/cli.md`` (``option_table``) and the Chinese widget names and tooltips in
+``locales/zh/nodeDefs.json`` (from ``name_zh`` and ``help_zh``). ``tests/unit/test_options.py``
+and ``tests/comfy/test_locales.py`` fail when a flag, a widget, a doc table or a locale entry
+disagrees with its declaration.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ class Option:
     ``choices``: the values a text option takes (``strict``: the command line refuses others itself;
     otherwise the engine refuses them, listing the choices); ``labels``: the node's words for the
     choices, in their order. ``flag``/``widget``: its name on the command line and on its node (None:
-    not there). ``step``: the widget's step. ``compare``: an ``eval --compare`` key (Screenwriter
-    options only)."""
+    not there). ``name_zh``: the widget's name in the Chinese interface. ``step``: the widget's
+    step. ``compare``: an ``eval --compare`` key (Screenwriter options only)."""
 
     field: str
     default: Any
@@ -45,6 +46,7 @@ class Option:
     strict: bool = True
     flag: str | None = None
     widget: str | None = None
+    name_zh: str = ""
     metavar: str | None = None
     step: float | None = None
     compare: bool = False

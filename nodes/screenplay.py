@@ -39,8 +39,10 @@ WIDGET_NAMES = widget_names(OPTIONS)
 
 
 def _screenwriter_inputs() -> list:
-    """The Screenwriter's inputs, in the order the node shows them."""
-    return [
+    """The Screenwriter's inputs, in the order the node shows them: these, then every other declared
+    option's widget, optional, in declaration order (a saved workflow's widget values are
+    positional: a new option goes last, and older workflows still run without it)."""
+    shown = [
         LLM_SOCKET.Input("llm"),
         io.String.Input(
             "chapter", multiline=True, default="", placeholder="Paste a chapter of the novel here"
@@ -73,8 +75,9 @@ def _screenwriter_inputs() -> list:
             tooltip="This chapter's number in the book (Split Chapters' numbers): the bible "
             "output records new characters as first seen here",
         ),
-        widget(OPTIONS["dialogue_from"], optional=True),
     ]
+    placed = {item.id for item in shown}
+    return shown + [widget(o, optional=True) for o in OPTIONS.values() if o.widget and o.widget not in placed]
 
 
 def _screenwriter_outputs() -> list:

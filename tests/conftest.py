@@ -1,5 +1,6 @@
 """Shared test setup: each test gets the marker of its tier folder (unit, model, comfy, bench, native,
-lora); the summary gives each tier's time; and no process a test started may outlive the run."""
+lora); the summary gives each tier's time and the artifacts kept; and no process a test started may
+outlive the run."""
 
 from __future__ import annotations
 
@@ -18,6 +19,18 @@ TIERS = ("unit", "model", "comfy", "bench", "native", "lora")
 MARKER = "MANGAKA_TEST_RUN"
 os.environ[MARKER] = str(os.getpid())
 _tier_seconds: dict[str, float] = defaultdict(float)
+# Where tests keep what a person looks at after the run (the browser's screenshots): outside pytest's
+# temporary folders, which are removed; MANGAKA_TEST_ARTIFACTS overrides it.
+ARTIFACTS = Path(
+    os.environ.get("MANGAKA_TEST_ARTIFACTS") or Path(__file__).resolve().parents[1] / "test-artifacts"
+)
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """The folder a test keeps its artifacts in (``ARTIFACTS``), made on first use."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
 
 
 def _tier(path: str) -> str:
@@ -67,6 +80,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         tiers = [tier for tier in (*TIERS, "other") if tier in _tier_seconds]
         shown = ", ".join(f"{tier} {_tier_seconds[tier]:.0f} s" for tier in tiers)
         terminalreporter.write_line(f"time per tier: {shown}")
+    if ARTIFACTS.is_dir() and any(ARTIFACTS.iterdir()):
+        terminalreporter.write_line(f"artifacts kept in {ARTIFACTS}")
     leaked = getattr(config, "_mangaka_leaked", None)
     if leaked:
         terminalreporter.write_line(

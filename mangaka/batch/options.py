@@ -15,18 +15,18 @@ BOOK_OPTIONS = declare(
     Option(
         "chapters", "", "Which chapters to output, by position: 3-7, 1,3,5-6, 4- or -2. Empty = all.",
         "输出哪些章节（按位置）：3-7、1,3,5-6、4- 或 -2。空 = 全部。",
-        flag="--chapters", widget="chapters", metavar="RANGE",
+        flag="--chapters", widget="chapters", name_zh="章节范围", metavar="RANGE",
     ),
     Option(
         "max_chars", DEFAULT_MAX_CHARS,
         "Only for books without chapter headings: the book is cut into parts of at most this many "
         "characters, at paragraph and sentence ends. Chapters found by headings are never cut.",
         "只用于没有章节标题的书：在段落和句子结尾处切成每段最多这么多字符。按标题找到的章节绝不切开。",
-        low=500, high=200_000, flag="--max-chars", widget="max_chars", metavar="CHARS",
+        low=500, high=200_000, flag="--max-chars", widget="max_chars", name_zh="最大字符数", metavar="CHARS",
     ),
     Option(
         "concurrency", 1, "Requests in flight at once (a book: chapters written side by side)",
         "同时发出的请求数（整本书：并行写的章节数）",
-        low=1, high=MAX_CONCURRENCY, flag="--concurrency", widget="concurrency",
+        low=1, high=MAX_CONCURRENCY, flag="--concurrency", widget="concurrency", name_zh="并发数",
     ),
 )  # fmt: skip

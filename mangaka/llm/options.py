@@ -23,26 +23,26 @@ LOAD_OPTIONS = declare(
     Option(
         "n_ctx", DEFAULT_N_CTX, "Context window in tokens; capped at the model's trained length",
         "上下文窗口（token 数）；不超过模型训练时的长度",
-        low=512, high=262144, meaning=" tokens", flag="--ctx", widget="context", step=512,
+        low=512, high=262144, meaning=" tokens", flag="--ctx", widget="context", name_zh="上下文", step=512,
     ),  # Qwen3.5's trained context is 262144
     Option(
         "n_gpu_layers", -1, "Layers offloaded to the GPU; -1 = all (ignored by a CPU-only build)",
         "放到 GPU 上的层数；-1 = 全部（纯 CPU 版本忽略此项）",
-        low=-1, high=1000, flag="--gpu-layers", widget="gpu_layers",
+        low=-1, high=1000, flag="--gpu-layers", widget="gpu_layers", name_zh="GPU 层数",
     ),
     Option(
         "n_threads", 0, "CPU threads; 0 = every core", "CPU 线程数；0 = 所有核心",
-        low=0, high=256, flag="--threads", widget="threads",
+        low=0, high=256, flag="--threads", widget="threads", name_zh="线程数",
     ),
     Option(
         "flash_attn", "auto", "auto: on where the device supports it (llama.cpp's default); on/off force it",
         "auto：设备支持时开启（llama.cpp 的默认）；on/off 强制开关",
-        choices=FLASH_ATTN_MODES, flag="--flash-attn", widget="flash_attention",
+        choices=FLASH_ATTN_MODES, flag="--flash-attn", widget="flash_attention", name_zh="Flash Attention",
     ),
     Option(
         "lora_scale", 1.0, "LoRA strength; 1 = the adapter as trained", "LoRA 强度；1 = 按训练时的强度",
         low=-4.0, high=4.0, flag="--lora-scale",
-        widget="lora_strength", step=0.05,
+        widget="lora_strength", name_zh="LoRA 强度", step=0.05,
     ),
     Option(
         "memory", KEEP_LOADED,
@@ -51,7 +51,7 @@ LOAD_OPTIONS = declare(
         "GPU too small for the LLM and the image model together",
         "keep loaded：只有 ComfyUI 自己的模型需要内存时才释放（下次使用时重新加载）。release after each "
         "run：用完它的节点一结束就释放，适合放不下 LLM 和图像模型的 GPU",
-        choices=MEMORY_MODES, widget="memory",
+        choices=MEMORY_MODES, widget="memory", name_zh="内存",
     ),
     Option(
         "jump_forward", DEFAULT_JUMP_FORWARD,

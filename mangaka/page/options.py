@@ -42,59 +42,60 @@ PAGE_OPTIONS = declare(
         "page", "A4 300dpi",
         "Page size preset (B5, A4 at 300 or 600 dpi, a webtoon strip); custom: the width and height",
         "页面尺寸预设（B5、A4 的 300 或 600 dpi，条漫长图）；custom：使用宽度和高度",
-        choices=(*PAGE_PRESETS, CUSTOM), flag="--page", widget="page",
+        choices=(*PAGE_PRESETS, CUSTOM), flag="--page", widget="page", name_zh="页面",
     ),
     Option(
         "width", PAGE_PRESETS["A4 300dpi"][0], "Custom page width in pixels", "自定义页面宽度（像素）",
-        low=MIN_SIDE, high=MAX_SIDE, flag="--width", widget="width", metavar="PX",
+        low=MIN_SIDE, high=MAX_SIDE, flag="--width", widget="width", name_zh="宽度", metavar="PX",
     ),
     Option(
         "height", PAGE_PRESETS["A4 300dpi"][1], "Custom page height; 0 = follow the panels",
         "自定义页面高度；0 = 随分镜格延伸",
         low=0, high=MAX_SIDE, flag="--height",
-        widget="height", metavar="PX",
+        widget="height", name_zh="高度", metavar="PX",
     ),
     Option(
         "direction", "rtl", "rtl: manga (right to left); ltr: comics; vertical: webtoon strip",
         "rtl：日漫（从右到左）；ltr：欧美漫画；vertical：条漫长图",
-        choices=DIRECTIONS, flag="--direction", widget="direction",
+        choices=DIRECTIONS, flag="--direction", widget="direction", name_zh="阅读方向",
     ),
     Option(
         "panels_per_page", 6, "Panels on a page at most; more go on to the next pages",
         "每页最多的分镜格数；多出的格子排到后面的页",
         low=1, high=MAX_PANELS_PER_PAGE, flag="--panels-per-page", widget="panels_per_page",
+        name_zh="每页分镜格数",
     ),
     Option(
         "margin", -1, "Pixels; -1 = 5% of the shorter side", "像素；-1 = 短边的 5%",
-        low=-1, high=5000, flag="--margin", widget="margin", metavar="PX",
+        low=-1, high=5000, flag="--margin", widget="margin", name_zh="页边距", metavar="PX",
     ),
     Option(
         "gutter", -1, "Pixels between panels; -1 = automatic", "分镜格之间的像素；-1 = 自动",
-        low=-1, high=2000, flag="--gutter", widget="gutter", metavar="PX",
+        low=-1, high=2000, flag="--gutter", widget="gutter", name_zh="格间距", metavar="PX",
     ),
     Option(
         "bleed", 0, "Pixels added around the trim for print", "印刷用：在裁切线外加出的像素",
-        low=0, high=2000, flag="--bleed", widget="bleed", metavar="PX",
+        low=0, high=2000, flag="--bleed", widget="bleed", name_zh="出血", metavar="PX",
     ),
     Option(
         "weighted", True, "Wide shots get more room than close-ups", "远景比特写占更大的格子",
-        flag="--weighted", widget="weighted",
+        flag="--weighted", widget="weighted", name_zh="按镜头加权",
     ),
     Option(
         "lettering", True, "Letter every dialogue line into a speech balloon", "把每句台词写进对白气泡",
-        flag="--lettering", widget="lettering",
+        flag="--lettering", widget="lettering", name_zh="写入台词",
     ),
     Option(
         "vertical", False, "Chinese/Japanese top to bottom", "中文/日文从上到下书写",
-        flag="--vertical", widget="vertical_text",
+        flag="--vertical", widget="vertical_text", name_zh="竖排文字",
     ),
     Option(
         "font_size", 0, "Largest text size; 0 = automatic", "最大字号；0 = 自动",
-        low=0, high=400, flag="--font-size", widget="font_size", metavar="PX",
+        low=0, high=400, flag="--font-size", widget="font_size", name_zh="字号", metavar="PX",
     ),
     Option(
         "border", -1, "Frame line width; -1 = automatic", "格框线宽；-1 = 自动",
-        low=-1, high=100, flag="--border", widget="border", metavar="PX",
+        low=-1, high=100, flag="--border", widget="border", name_zh="边框", metavar="PX",
     ),
     Option(
         "format", "png", "The pages' image format", "页面图片格式", choices=IMAGE_FORMATS, flag="--format",

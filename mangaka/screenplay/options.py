@@ -38,42 +38,46 @@ PROMPT_LANGUAGES = ("en", "zh", "ja")
 OPTIONS = declare(
     Option(
         "language", "en", "Language of the dialogue and descriptions", "台词和描述使用的语言",
-        choices=LANGUAGES, flag="--language", widget="language",
+        choices=LANGUAGES, flag="--language", widget="language", name_zh="语言",
     ),
     Option(
         "panels", 6,
         f"How many panels; more than {MAX_SCENE_PANELS} are written scene by scene",
         f"分镜格数；超过 {MAX_SCENE_PANELS} 格时分场景写",
-        low=1, high=MAX_PANELS, auto=True, flag="--panels", widget="panels", compare=True,
+        low=1, high=MAX_PANELS, auto=True, flag="--panels", widget="panels", name_zh="分镜格数", compare=True,
     ),
     Option(
         "dialogue", 8, "How many dialogue lines", "台词句数",
-        low=0, high=MAX_DIALOGUE, auto=True, flag="--dialogue", widget="dialogue_lines", compare=True,
+        low=0, high=MAX_DIALOGUE, auto=True, flag="--dialogue", widget="dialogue_lines",
+        name_zh="台词句数", compare=True,
     ),
     Option(
         "max_characters", 8, "At most this many characters in the cast", "角色表中最多的角色数",
-        low=1, high=MAX_CHARACTERS, widget="max_characters",
+        low=1, high=MAX_CHARACTERS, widget="max_characters", name_zh="最多角色数",
     ),
     Option(
         "sampling", DEFAULT_SAMPLING, "Qwen3.5 model-card presets, or greedy for reproducible drafts",
         "Qwen3.5 模型卡推荐的预设，或可复现草稿用的 greedy",
-        choices=tuple(PRESETS), strict=False, flag="--sampling", widget="sampling", compare=True,
+        choices=tuple(PRESETS), strict=False, flag="--sampling", widget="sampling",
+        name_zh="采样", compare=True,
     ),
     Option(
         "seed", 0, "Sampling seed", "采样种子",
-        low=0, high=MAX_SEED, flag="--seed", widget="seed",
+        low=0, high=MAX_SEED, flag="--seed", widget="seed", name_zh="种子",
     ),
     Option(
         "max_attempts", 3, "Tries; an invalid result is retried with the problems fed back",
         "尝试次数；结果无效时把问题反馈给模型重试",
-        low=1, high=MAX_ATTEMPTS, flag="--attempts", widget="max_attempts", compare=True,
+        low=1, high=MAX_ATTEMPTS, flag="--attempts", widget="max_attempts",
+        name_zh="最多尝试次数", compare=True,
     ),
     Option(
         "think_tokens", 0,
         "Let the model plan the adaptation first, thinking for up to this many tokens "
         "(Qwen3.5: 2000-8000); the plan guides the screenplay. 0 = no plan",
         "先让模型规划改编，最多思考这么多 token（Qwen3.5：2000-8000）；规划会指导剧本。0 = 不规划",
-        low=0, high=MAX_THINK_TOKENS, flag="--think", widget="think_tokens", metavar="TOKENS", step=256,
+        low=0, high=MAX_THINK_TOKENS, flag="--think", widget="think_tokens",
+        name_zh="思考 token 数", metavar="TOKENS", step=256,
         compare=True,
     ),
     Option(
@@ -85,7 +89,7 @@ OPTIONS = declare(
         "from the chapter：每句台词都是章节中带引号的原话（过长的分成几个气泡），或旁白；"
         "分镜格记录所画的段落，角色就是章节中点名的人。free：台词由模型自己写（适用于不用引号标出对话的章节）",
         choices=DIALOGUE_FROM, labels=("from the chapter", "free"), flag="--dialogue-from",
-        widget="dialogue", compare=True,
+        widget="dialogue", name_zh="台词来源", compare=True,
     ),
     Option(
         "speaker_hints", True,

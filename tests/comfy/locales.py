@@ -1,7 +1,7 @@
 """The nodes' words in ComfyUI's own interface: English and Chinese locales and help pages.
 
     .venv/bin/python tests/comfy/locales.py     # rewrite the help pages (and docs/nodes.md) from the nodes
-                                                # and the declared options' Chinese tooltips
+                                                # and the declared options' Chinese names and tooltips
 
 ComfyUI serves a custom node pack's ``locales/<lang>/nodeDefs.json`` at ``/i18n`` (the front end
 shows node titles, input and output names and tooltips in the user's language) and its help pages
@@ -31,7 +31,7 @@ HEADINGS = {
 
 
 # The nodes that show each declared option set's widgets (mangaka/options.py): their Chinese
-# tooltips are written from the declarations' help_zh (with_declared_tooltips).
+# names and tooltips are written from the declarations' name_zh and help_zh (with_declarations).
 DECLARED_ON = {
     "mangaka.screenplay.options:OPTIONS": ("MangakaScreenwriter", "MangakaSeriesCast"),
     "mangaka.llm.options:LOAD_OPTIONS": ("MangakaLoadLLM", "MangakaDoctor"),
@@ -48,15 +48,20 @@ def declared(target: str) -> dict[str, Any]:
     return getattr(importlib.import_module(module), name)
 
 
-def with_declared_tooltips(zh: dict[str, Any]) -> dict[str, Any]:
-    """The Chinese locale with each declared widget's tooltip from its declaration, on every node
-    that shows it (the rest as written by hand)."""
+def with_declarations(zh: dict[str, Any], en: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Chinese locale with each declared widget's name and tooltip from its declaration, on
+    every node that shows it (the rest as written by hand); ``en`` (``english``: the nodes as the
+    server has them) adds the entry of a declared widget a node has and the locale lacks."""
     out = json.loads(json.dumps(zh))
     for target, nodes in DECLARED_ON.items():
         by_widget = {o.widget: o for o in declared(target).values() if o.widget}
         for node in nodes:
+            for widget in (en or {}).get(node, {}).get("inputs", {}):
+                if widget in by_widget:
+                    out[node]["inputs"].setdefault(widget, {})
             for widget, entry in out[node]["inputs"].items():
                 if widget in by_widget:
+                    entry["name"] = by_widget[widget].name_zh
                     entry["tooltip"] = by_widget[widget].help_zh
     return out
 
@@ -183,7 +188,7 @@ def main() -> int:
         finally:
             server.stop()
     locale = LOCALES / "zh" / "nodeDefs.json"
-    zh = with_declared_tooltips(json.loads(locale.read_text(encoding="utf-8")))
+    zh = with_declarations(json.loads(locale.read_text(encoding="utf-8")), english(info))
     locale.write_text(json.dumps(zh, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     for path, text in generated(info).items():  # the Chinese pages read the locale just written
         path.parent.mkdir(parents=True, exist_ok=True)

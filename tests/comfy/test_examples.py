@@ -367,7 +367,7 @@ def test_a_book_with_a_real_sampler_gives_each_chapter_the_images_of_its_own_pan
     _check_progress(result, prompt, busy=("MangakaScreenwriter", "KSampler", "MangakaComposePage"))
 
 
-def test_manga_page_queued_from_the_page_shows_its_saved_page(page, server, tiny_checkpoint, tmp_path):
+def test_manga_page_queued_from_the_page_shows_its_saved_page(page, server, tiny_checkpoint, artifacts):
     """The user's path: load manga_page in the browser, pick the models, click Run; the lettered
     page the server saved appears on the Save Image node, loaded by the browser."""
     info = page.load(ui("manga_page"), "manga_page")
@@ -383,7 +383,7 @@ def test_manga_page_queued_from_the_page_shows_its_saved_page(page, server, tiny
     page.queue()
     shown = page.wait_for_images("SaveImage", timeout_s=300)
     saved = page.saved_text("MangakaSaveManga")  # the box the pack's front-end extension adds
-    page.screenshot(tmp_path / "manga_page_run.jpg")
+    page.screenshot(artifacts / "manga_page_run.jpg")
     assert shown, (
         f"no image on Save Image after 5 minutes; console: {page.console[-20:]}\n{server.log_tail()}"
     )

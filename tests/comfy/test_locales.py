@@ -79,13 +79,14 @@ _CHINESE = """async (pack) => {
 }"""
 
 
-def test_the_page_in_chinese_shows_the_screenwriters_chinese_title_and_help(server, tmp_path):
+def test_the_page_in_chinese_shows_the_screenwriters_chinese_title_and_help(server, artifacts):
     require_browser()
     with ComfyPage(server.url, settings={"Comfy.Locale": "zh"}) as page:
         page.page.evaluate("() => app.graph.clear()")
         shown = page.page.evaluate(_CHINESE, PACK_FOLDER)
         page.page.wait_for_timeout(500)
-        page.screenshot(tmp_path / "screenwriter_zh.jpg")
+        shot = page.screenshot(artifacts / "screenwriter_zh.jpg")  # kept after the run
     assert shown["title"] == "编剧", shown
     assert "LLM" in shown["inputs"] and "章节" in shown["inputs"], shown["inputs"]
     assert shown["help"].startswith("# 编剧\n") and "## 输入" in shown["help"]
+    assert shot.stat().st_size > 10_000

@@ -1,6 +1,6 @@
 """Every user-facing option is declared once (``mangaka/options.py``): the Screenwriter's, Load LLM's,
 Compose Page's and the book's. The command line's flags, the engine's defaults and range checks,
-eval's ``--compare`` keys, the docs' tables and the Chinese tooltips agree with each declaration
+eval's ``--compare`` keys, the docs' tables and the Chinese names and tooltips agree with each declaration
 (the nodes' widgets are compared in the comfy tier, ``tests/comfy/test_locales.py``)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from mangaka.page.layout import LayoutOptions
 from mangaka.page.options import AUTOMATIC, LAYOUT_FIELDS, PAGE_OPTIONS, layout_from, lettering_from
 from mangaka.screenplay.options import OPTIONS
 from mangaka.screenplay.request import ScreenplayRequest
-from tests.comfy.locales import DECLARED_ON, declared, with_declared_tooltips
+from tests.comfy.locales import DECLARED_ON, declared, with_declarations
 
 pytestmark = pytest.mark.unit
 
@@ -83,7 +83,7 @@ def test_the_request_takes_its_defaults_and_ranges_from_the_declarations():
             with pytest.raises(InputError) as caught:
                 ScreenplayRequest(**{o.field: o.high + 1})
             assert caught.value.field == o.field
-            assert ScreenplayRequest(**{o.field: o.high}) is not None
+            assert getattr(ScreenplayRequest(**{o.field: o.high}), o.field) == o.high
 
 
 def test_load_options_take_their_defaults_and_ranges_from_the_declarations():
@@ -95,7 +95,8 @@ def test_load_options_take_their_defaults_and_ranges_from_the_declarations():
         with pytest.raises(InputError) as caught:
             LoadOptions(**{name: bad})
         assert caught.value.field == name
-        assert LoadOptions(**{name: o.high if o.low is not None else o.choices[-1]}) is not None
+        good = o.high if o.low is not None else o.choices[-1]
+        assert getattr(LoadOptions(**{name: good}), name) == good
     from mangaka.llm.inprocess import check_lora_scale
 
     assert check_lora_scale(LOAD_OPTIONS["lora_scale"].high) == 4.0
@@ -148,23 +149,41 @@ def test_compare_keys_are_the_declared_flags():
 
 
 @pytest.mark.parametrize("target", sorted(DECLARED_ON))
-def test_the_chinese_tooltips_are_the_declared_ones(target):
-    """The locale's tooltips of declared widgets are written from the declarations
+def test_the_chinese_names_and_tooltips_are_the_declared_ones(target):
+    """The locale's names and tooltips of declared widgets are written from the declarations
     (``tests/comfy/locales.py``); each declared widget is on one of the nodes said to show it."""
     zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
-    assert with_declared_tooltips(zh) == zh, "run .venv/bin/python tests/comfy/locales.py"
+    assert with_declarations(zh) == zh, "run .venv/bin/python tests/comfy/locales.py"
     options = declared(target)
     shown = {w for node in DECLARED_ON[target] for w in zh[node]["inputs"]}
     assert {o.widget for o in options.values() if o.widget} <= shown
     assert all(o.help_zh and o.help for o in options.values())
+    assert all(o.name_zh for o in options.values() if o.widget)
 
 
-def test_a_changed_chinese_help_is_written_into_the_locale(monkeypatch):
+def test_a_changed_chinese_name_or_help_is_written_into_the_locale(monkeypatch):
     zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
-    monkeypatch.setitem(
-        LOAD_OPTIONS, "n_threads", dataclasses.replace(LOAD_OPTIONS["n_threads"], help_zh="线程")
-    )
-    assert with_declared_tooltips(zh)["MangakaLoadLLM"]["inputs"]["threads"]["tooltip"] == "线程"
+    changed = dataclasses.replace(LOAD_OPTIONS["n_threads"], name_zh="线程个数", help_zh="线程")
+    monkeypatch.setitem(LOAD_OPTIONS, "n_threads", changed)
+    entry = with_declarations(zh)["MangakaLoadLLM"]["inputs"]["threads"]
+    assert entry == {"name": "线程个数", "tooltip": "线程"}
+
+
+def test_a_new_declared_widget_gets_its_chinese_entry_on_the_node_that_shows_it(monkeypatch):
+    """The diff ARCHITECTURE.md shows for a new option: the declaration alone gives the locale its
+    Chinese name and tooltip, once the node shows the widget (the Screenwriter shows every declared
+    widget it does not place itself, last)."""
+    zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+    new = Option(
+        "max_scenes", 0, "At most this many scenes (0: no limit)", "最多场景数（0：不限）",
+        low=0, high=100, flag="--max-scenes", widget="max_scenes", name_zh="最多场景数", compare=True,
+    )  # fmt: skip
+    monkeypatch.setitem(OPTIONS, "max_scenes", new)
+    en = {"MangakaScreenwriter": {"inputs": {"max_scenes": {"name": "max_scenes"}}}}
+    entry = with_declarations(zh, en)["MangakaScreenwriter"]["inputs"]["max_scenes"]
+    assert entry == {"name": "最多场景数", "tooltip": "最多场景数（0：不限）"}
+    assert "max_scenes" not in with_declarations(zh, en)["MangakaSeriesCast"]["inputs"]
+    assert actions("write")["--max-scenes"].default == 0
 
 
 def test_the_docs_tables_are_generated_from_the_declarations():
@@ -186,7 +205,6 @@ def test_a_changed_declaration_is_seen_everywhere(monkeypatch):
     with pytest.raises(InputError, match="n_ctx must be from 512 to 4096 tokens"):
         LoadOptions(n_ctx=8192)
     assert "4096" in actions("write")["--ctx"].help
-    assert isinstance(changed, Option)
 
 
 def test_a_value_of_the_wrong_kind_is_refused_with_its_name():

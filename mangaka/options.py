@@ -31,7 +31,7 @@ class Option:
     otherwise the engine refuses them, listing the choices); ``labels``: the node's words for the
     choices, in their order. ``flag``/``widget``: its name on the command line and on its node (None:
     not there). ``name_zh``: the widget's name in the Chinese interface. ``step``: the widget's
-    step. ``compare``: an ``eval --compare`` key (Screenwriter options only)."""
+    step. ``compare``: an ``eval --compare`` key (the Screenwriter's and Load LLM's options)."""
 
     field: str
     default: Any

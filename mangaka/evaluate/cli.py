@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..llm.options import LOAD_OPTIONS
 from ..screenplay.options import OPTIONS
 from ..screenplay.request import DIALOGUE_FROM
 from ..screenplay.scenes import AUTO
@@ -58,21 +59,20 @@ def _flag(text: str) -> bool:
     raise ValueError(text)
 
 
-_KINDS = {"bool": _flag}
+_READERS = {"bool": _flag, "int": int, "float": float}
 
 # --compare KEY → (the argument it sets, how its value is read). "none" clears a path. The
-# Screenwriter's options come from their declarations (screenplay/options.py), keyed by their flag.
+# Screenwriter's and Load LLM's options come from their declarations (screenplay/options.py,
+# llm/options.py: compare=True), keyed by their flag.
 COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "model": ("model", Path),
     "lora": ("lora", Path),
-    "lora_scale": ("lora_scale", float),
     "remote": ("remote", str),
     "remote_model": ("remote_model", str),
-    "ctx": ("ctx", int),
-    "jump_forward": ("jump_forward", str),
     **{
-        o.dest: (o.dest, _count if o.auto else int if o.low is not None else _KINDS.get(o.kind, str))
-        for o in OPTIONS.values()
+        o.dest: (o.dest, _count if o.auto else _READERS.get(o.kind, str))
+        for options in (LOAD_OPTIONS, OPTIONS)
+        for o in options.values()
         if o.flag and o.compare
     },
 }

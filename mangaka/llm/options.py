@@ -24,6 +24,7 @@ LOAD_OPTIONS = declare(
         "n_ctx", DEFAULT_N_CTX, "Context window in tokens; capped at the model's trained length",
         "上下文窗口（token 数）；不超过模型训练时的长度",
         low=512, high=262144, meaning=" tokens", flag="--ctx", widget="context", name_zh="上下文", step=512,
+        compare=True,
     ),  # Qwen3.5's trained context is 262144
     Option(
         "n_gpu_layers", -1, "Layers offloaded to the GPU; -1 = all (ignored by a CPU-only build)",
@@ -42,7 +43,7 @@ LOAD_OPTIONS = declare(
     Option(
         "lora_scale", 1.0, "LoRA strength; 1 = the adapter as trained", "LoRA 强度；1 = 按训练时的强度",
         low=-4.0, high=4.0, flag="--lora-scale",
-        widget="lora_strength", name_zh="LoRA 强度", step=0.05,
+        widget="lora_strength", name_zh="LoRA 强度", step=0.05, compare=True,
     ),
     Option(
         "memory", KEEP_LOADED,
@@ -59,6 +60,6 @@ LOAD_OPTIONS = declare(
         "unverified, faster, other output; off = one token at a time",
         "schema 强制的 token 一次批量解码：exact = 逐一验证，输出不变；canonical = 不验证，更快，输出会变；"
         "off = 逐个 token 解码",
-        choices=JUMP_FORWARD, flag="--jump-forward",
+        choices=JUMP_FORWARD, flag="--jump-forward", compare=True,
     ),
 )  # fmt: skip

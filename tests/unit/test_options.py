@@ -141,7 +141,7 @@ def test_the_book_options_check_their_ranges():
 
 
 def test_compare_keys_are_the_declared_flags():
-    for o in OPTIONS.values():
+    for o in (*LOAD_OPTIONS.values(), *OPTIONS.values()):
         if o.flag:
             assert (o.dest in COMPARE_KEYS) == o.compare, o.field
             if o.compare:

@@ -109,8 +109,6 @@ def write_book(
     out: Path,
     *,
     concurrency: int = 1,
-    chapters: str | None = None,
-    max_chars: int = DEFAULT_MAX_CHARS,
     request: ScreenplayRequest | None = None,
     selection: Selection | None = None,
     context: CallContext | None = None,
@@ -119,17 +117,18 @@ def write_book(
     """Every selected chapter's screenplay, ``concurrency`` at a time; see the module docstring.
 
     ``request`` (default: ``ScreenplayRequest()``) applies to every chapter; it is checked once,
-    before any chapter is written. ``selection``: ``select_chapters(book, chapters)`` already
-    made (the book is not read again). ``context``: how to stop the run (``cancel``), and where
-    each chapter's progress goes (chapters in flight report to it in turn). ``bible``: the series
-    bible's file (default ``out/bible.json``; made when missing, checked before any call)."""
+    before any chapter is written. ``selection``: the chapters to write, made by
+    ``select_chapters(book, chapters, max_chars=…)`` (default: every chapter, at the default
+    size). ``context``: how to stop the run (``cancel``), and where each chapter's progress goes
+    (chapters in flight report to it in turn). ``bible``: the series bible's file (default
+    ``out/bible.json``; made when missing, checked before any call)."""
     if concurrency < 1:
         raise InputError(f"concurrency must be at least 1, got {concurrency}")
     if request is None:
         request = ScreenplayRequest()
     bible_path = bible if bible is not None else out / BIBLE_FILE
     series = load_series_bible(bible_path, missing_ok=True)
-    selected, total = selection or select_chapters(book, chapters, max_chars=max_chars)
+    selected, total = selection or select_chapters(book)
     width = max(2, len(str(total)))
     result = BookResult()
     todo: list[tuple[Chapter, Path]] = []

@@ -9,7 +9,6 @@ from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
 from ..mangaka.export import (
-    DIRECTIONS,
     FORMATS,
     MAX_DPI,
     MIN_DPI,
@@ -19,6 +18,8 @@ from ..mangaka.export import (
     export,
     image_page,
 )
+from ..mangaka.page.options import PAGE_OPTIONS
+from ._comfy import widget
 from .compose import screenplay_inputs
 from .page import _to_pil
 
@@ -58,12 +59,7 @@ class SaveManga(io.ComfyNode):
                 io.Boolean.Input("cbz", default=True, tooltip="Comic readers (Komga, Kavita, KOReader)"),
                 io.Boolean.Input("epub", default=True, tooltip="E-readers and stores (fixed layout)"),
                 io.Boolean.Input("pdf", default=True, tooltip="Print and review, at the page's size"),
-                io.Combo.Input(
-                    "direction",
-                    options=list(DIRECTIONS),
-                    default="rtl",
-                    tooltip="As Compose Page's: rtl manga, ltr comics, vertical webtoon strip",
-                ),
+                widget(PAGE_OPTIONS["direction"]),  # as on Compose Page
                 io.Int.Input(
                     "dpi", default=300, min=MIN_DPI, max=MAX_DPI, tooltip="The pages' print resolution"
                 ),

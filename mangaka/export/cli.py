@@ -11,6 +11,8 @@ from typing import Any
 from . import BookInfo, export, export_book, file_stem, parse_formats
 
 log = logging.getLogger("mangaka.export")
+# The book's language is read from its start: this many characters tell en, zh and ja apart.
+LANGUAGE_SAMPLE = 20000
 
 HELP = (
     "also write the pages as files a reader opens: cbz, epub, pdf, or several separated by commas "
@@ -79,7 +81,7 @@ def export_queue_folder(formats: tuple[str, ...], args: argparse.Namespace, resu
     chapters = [result.state.chapters[n] for n in result.selected]
     sections, missing, _ = queue_sections(Path(args.out), chapters, workflow)
     direction, _ = compose_settings(workflow)
-    language = chapter_language(read_book(args.book)[:20000])
+    language = chapter_language(read_book(args.book)[:LANGUAGE_SAMPLE])
     info = BookInfo(file_stem(Path(args.book).stem, "book"), language, direction)
     exported = export_book(sections, info, formats, args.out, missing=missing)
     for path in exported.files:

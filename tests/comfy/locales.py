@@ -35,7 +35,7 @@ HEADINGS = {
 DECLARED_ON = {
     "mangaka.screenplay.options:OPTIONS": ("MangakaScreenwriter", "MangakaSeriesCast"),
     "mangaka.llm.options:LOAD_OPTIONS": ("MangakaLoadLLM", "MangakaDoctor"),
-    "mangaka.page.options:PAGE_OPTIONS": ("MangakaComposePage", "MangakaPreviewLayout"),
+    "mangaka.page.options:PAGE_OPTIONS": ("MangakaComposePage", "MangakaPreviewLayout", "MangakaSaveManga"),
     "mangaka.batch.options:BOOK_OPTIONS": ("MangakaSplitChapters", "MangakaRemoteLLM"),
 }
 

@@ -213,6 +213,24 @@ def source_map(text: str, language: str) -> SourceMap:
     return SourceMap(text, language, tuple(paragraphs), units, quotes, tuple(lines), names)
 
 
+def _addressed(
+    span: tuple[int, int],
+    keys: list[str],
+    positions: dict[str, list[int]],
+    by_key: dict[str, str],
+    speaker: str | None,
+) -> str | None:
+    """The name used first inside the quote at ``span`` (its own speaker's excepted): whom it
+    speaks to."""
+    found = []
+    for key in keys:
+        where = positions[key]
+        j = bisect.bisect_left(where, span[0])
+        if j < len(where) and where[j] < span[1] and by_key[key] != speaker:
+            found.append((where[j], by_key[key]))
+    return min(found)[1] if found else None
+
+
 def flat(text: str) -> str:
     """``text`` on one line, as a balloon letters it: a line break and the spaces around it become one
     space, or nothing between two Chinese or Japanese characters; ends trimmed."""
@@ -242,7 +260,9 @@ def _hints(
     names: list[str],
     language: str,
 ) -> list[str | None]:
-    """Each quote's speaker guess: its attribution, else the nearest name, else turn-taking."""
+    """Each quote's speaker guess: its attribution, else the one the quote just before spoke to
+    (a name inside it, when it lies in this quote's reach: the addressee replies), else the nearest
+    name, else turn-taking."""
     lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text) if language == "en" else text
     keys = [n.lower() for n in names] if language == "en" else names
     by_key = dict(zip(keys, names, strict=True))
@@ -250,6 +270,8 @@ def _hints(
     hints: list[str | None] = []
     for i, (span, bound) in enumerate(zip(spans, bounds, strict=True)):
         hint = said[i]
+        if hint is None and i >= 1 and spans[i - 1][1] > bound[0]:
+            hint = _addressed(spans[i - 1], keys, positions, by_key, hints[-1])
         if hint is None:
             near = nearest_name(lowered, span, bound, keys, positions)
             hint = by_key[near] if near else None

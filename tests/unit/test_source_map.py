@@ -421,6 +421,21 @@ def test_english_attributions_give_the_hint():
     assert [(q.hint, q.attributed) for q in sm.quotes] == [("Tobias", False), ("Tobias", True)]
 
 
+def test_the_one_a_line_speaks_to_gives_the_next_lines_hint():
+    """An unattributed line right after one that names someone answers it: the addressee's reply,
+    before the nearest name (here the first speaker's, which would be wrong)."""
+    lead = "The shop was warm, and behind the counter stood Akira. Then came Mei, and Akira smiled at Mei."
+    sm = check_map(lead + '\n\n"Akira, a tea please," said Mei.\n\n"Coming right up."', "en")
+    assert [(q.hint, q.attributed) for q in sm.quotes] == [("Mei", True), ("Akira", False)]
+    # Out of reach (a paragraph between), or naming its own speaker: the other rules decide.
+    far = check_map(lead + '\n\n"Akira, tea," said Mei.\n\nRain fell.\n\n"Coming."', "en")
+    assert far.quotes[1].hint != "Akira"
+    own = check_map(lead + '\n\n"Mei wants tea," said Mei.\n\n"Coming."', "en")
+    assert own.quotes[1].hint == "Mei"
+    zh = "陆明站在柜台后面。沈青衣走了进来。陆明看着沈青衣。\n\n“陆明，来杯茶。”沈青衣说。\n\n“马上来。”"
+    assert [q.hint for q in check_map(zh, "zh").quotes] == ["沈青衣", "陆明"]
+
+
 def test_the_demo_chapter():
     sm = check_map(DEMO.read_text(encoding="utf-8"), "en")
     assert len(sm.quotes) == 6

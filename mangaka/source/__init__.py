@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .quotes import MAX_QUOTE_CHARS, QUOTE_MARKS, balloon_parts, find_quote_spans, find_quotes
-from .speakers import NameCandidate, attribution, find_names, name_positions, nearest_name
+from .speakers import NameCandidate, attribution, bare_name, find_names, name_positions, nearest_name
 
 __all__ = [
     "MAX_QUOTE_CHARS",
@@ -193,13 +193,13 @@ def source_map(text: str, language: str) -> SourceMap:
     bounds = [(para_of[u - 1].start, para_of[u - 1].end) for u in quote_units]
     said = [attribution(text, s, b, language) for s, b in zip(spans, bounds, strict=True)]
     narration = _narration(text, spans)
-    names = tuple(find_names(narration, said, language))
+    names = tuple(find_names(narration, said, language, "\n".join(text[a:b] for a, b in spans)))
     # A hint may come from the paragraph before (the narration that leads into a line of its own).
     wide = [
         (paragraphs[max(0, para_index - 1)].start, b)
         for para_index, (_, b) in zip((units[u - 1].paragraph for u in quote_units), bounds, strict=True)
     ]
-    hints = _hints(text, spans, wide, said, [c.name for c in names], language)
+    hints = _hints(text, spans, wide, [b[0] for b in bounds], said, [c.name for c in names], language)
     quotes = tuple(
         Quote(n, a, b, u, text[a:b], hint, said[n - 1] is not None)
         for n, ((a, b), u, hint) in enumerate(zip(spans, quote_units, hints, strict=True), 1)
@@ -256,21 +256,27 @@ def _hints(
     text: str,
     spans: list[tuple[int, int]],
     bounds: list[tuple[int, int]],
+    starts: list[int],
     said: list[str | None],
     names: list[str],
     language: str,
 ) -> list[str | None]:
     """Each quote's speaker guess: its attribution, else the one the quote just before spoke to
-    (a name inside it, when it lies in this quote's reach: the addressee replies), else the nearest
+    (a name inside it, when it lies in this quote's reach (``bounds``) but in an earlier paragraph
+    than this quote's own (which starts at ``starts``): the addressee replies), else the nearest
     name, else turn-taking."""
     lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text) if language == "en" else text
     keys = [n.lower() for n in names] if language == "en" else names
     by_key = dict(zip(keys, names, strict=True))
+    if language == "en":  # a titled name is also used bare: "Hollis did not look up"
+        bare = {b.lower(): n for n in names if (b := bare_name(n)) and b.lower() not in by_key}
+        by_key.update(bare)
+        keys += list(bare)
     positions = name_positions(lowered, keys)  # once: a quote never searches its whole paragraph
     hints: list[str | None] = []
     for i, (span, bound) in enumerate(zip(spans, bounds, strict=True)):
         hint = said[i]
-        if hint is None and i >= 1 and spans[i - 1][1] > bound[0]:
+        if hint is None and i >= 1 and bound[0] < spans[i - 1][1] <= starts[i]:
             hint = _addressed(spans[i - 1], keys, positions, by_key, hints[-1])
         if hint is None:
             near = nearest_name(lowered, span, bound, keys, positions)

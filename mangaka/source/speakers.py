@@ -196,6 +196,28 @@ def _mentions_en(narration: str) -> Counter[str]:
     return Counter({n: c for n, c in found.items() if n in inside or n in often})
 
 
+def bare_name(name: str) -> str | None:
+    """A titled English name's name without its title (``Mr. Hollis`` → ``Hollis``), else None."""
+    m = re.fullmatch(rf"{_TITLES}\s+({_CAP})", name)
+    return m.group(1) if m else None
+
+
+def _titled_en(text: str) -> Counter[str]:
+    """Titled names (``Mr. Hollis``, ``Principal Haskell``): a title makes a capitalised word a
+    name wherever it stands, a sentence's start or a line's vocative included; counted by the uses
+    of the bare name (``Hollis did not look up``), so one titled use of a name used again counts."""
+    found: Counter[str] = Counter()
+    words: Counter[str] | None = None  # every capitalised word's uses, counted once, when needed
+    for m in re.finditer(rf"\b({_TITLES})\s+({_CAP})\b", text):
+        bare = re.sub(r"['’]s$", "", m.group(2))  # Mrs. Dunne's kitchen: Mrs. Dunne
+        if bare in _NOT_NAMES_EN:
+            continue
+        if words is None:
+            words = Counter(re.sub(r"['’]s$", "", w) for w in re.findall(rf"\b{_CAP}\b", text))
+        found[f"{m.group(1)} {bare}"] = words[bare]
+    return found
+
+
 def _mentions_zh(narration: str) -> Counter[str]:
     two: Counter[str] = Counter()
     three: Counter[str] = Counter()
@@ -223,13 +245,19 @@ def _mentions_ja(narration: str) -> Counter[str]:
     return Counter(m.group(1) for m in _CLAUSE_JA.finditer(narration) if _usable_ja(m.group(1)))
 
 
-def find_names(narration: str, attributed: Sequence[str | None], language: str) -> list[NameCandidate]:
-    """Candidates for the cast from the chapter's ``narration`` (its text outside quotes) and the
-    speakers its attributions name; strongest first, at most ``MAX_NAMES``, none longer than
-    ``MAX_NAME_CHARS``."""
+def find_names(
+    narration: str, attributed: Sequence[str | None], language: str, quoted: str = ""
+) -> list[NameCandidate]:
+    """Candidates for the cast from the chapter's ``narration`` (its text outside quotes), the
+    speakers its attributions name and, in English, the titled names (``Mrs. Dunne``) used anywhere,
+    ``quoted`` (the quotes' own words) included; strongest first, at most ``MAX_NAMES``, none
+    longer than ``MAX_NAME_CHARS``."""
     said = Counter(a for a in attributed if a)
     counter = {"en": _mentions_en, "zh": _mentions_zh, "ja": _mentions_ja}[language]
     used = counter(narration)
+    if language == "en":
+        for name, count in _titled_en(f"{narration}\n{quoted}").items():
+            used[name] = max(used[name], count)
     if language != "en":  # an attributed name counts where it is used in full, not only clause-first
         for name, count in _counts(narration, said).items():
             used[name] = max(used[name], count)

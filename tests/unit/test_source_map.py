@@ -436,6 +436,25 @@ def test_the_one_a_line_speaks_to_gives_the_next_lines_hint():
     assert [q.hint for q in check_map(zh, "zh").quotes] == ["沈青衣", "陆明"]
 
 
+def test_a_titled_name_is_a_name_at_a_sentences_start_and_inside_a_line():
+    """English names only count mid-sentence (any word is capitalised at a sentence's start), but a
+    title makes one a name anywhere, a line's vocative included; its bare uses count for it, and
+    a line after the paragraph that uses it bare gets it as a hint."""
+    text = (
+        "Down the quay walked Ada, to a shed where a man mended a net. He nodded at Ada.\n\n"
+        '"Morning, Mr. Hollis," she said. "Lovely color, that."\n\n'
+        "Hollis did not look up. Hollis's needle went on.\n\n"
+        '"Green is cheap."'
+    )
+    sm = check_map(text, "en")
+    assert [n.name for n in sm.names] == ["Mr. Hollis", "Ada"]
+    assert sm.quotes[2].hint == "Mr. Hollis"
+    # Used once, and never again bare: a passing mention, not the cast.
+    once = check_map('Ada and Ben ate, and Ada and Ben slept.\n\n"Mrs. Dunne is away," said Ada.', "en")
+    assert [n.name for n in once.names] == ["Ada", "Ben"]
+    assert check_map("Mr. Nothing is here. Nothing stirs.", "en").names == ()
+
+
 def test_the_demo_chapter():
     sm = check_map(DEMO.read_text(encoding="utf-8"), "en")
     assert len(sm.quotes) == 6

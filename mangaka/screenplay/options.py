@@ -94,9 +94,9 @@ OPTIONS = declare(
     Option(
         "speaker_hints", True,
         "Tell the model who the text says speaks each quoted line (an attribution such as "
-        "'said Mei', the nearest name, turn-taking) as a hint; the model decides (from the chapter "
-        "only)",
-        "把文本所示的说话人（如“梅说”、最近的名字、轮流说话）作为提示告诉模型；"
+        "'said Mei', the one the line before spoke to, the nearest name, turn-taking) as a hint; "
+        "the model decides (from the chapter only)",
+        "把文本所示的说话人（如“梅说”、上一句所称呼的人、最近的名字、轮流说话）作为提示告诉模型；"
         "由模型决定（仅 from the chapter）",
         flag="--speaker-hints", compare=True,
     ),

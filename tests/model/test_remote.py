@@ -191,7 +191,7 @@ def test_a_wrong_key_is_a_clear_401_that_never_shows_the_key(roomy, kind, monkey
         assert "401" in message and "MANGAKA_TEST_KEY" in message
         assert "wrong-key-7e2a" not in message and "wrong-key-7e2a" not in caplog.text
         monkeypatch.setenv("MANGAKA_TEST_KEY", KEY)
-        assert llm.complete([{"role": "user", "content": "hi"}], max_tokens=4).usage.prompt_tokens > 0
+        assert llm.complete([{"role": "user", "content": "hi"}], max_tokens=4).usage.completion_tokens > 0
         monkeypatch.delenv("MANGAKA_TEST_KEY")
         with pytest.raises(AuthError, match="MANGAKA_TEST_KEY is not set"):
             llm.complete([{"role": "user", "content": "hi"}], max_tokens=4)
@@ -218,7 +218,7 @@ def test_a_prompt_longer_than_the_servers_context_is_an_error_at_once(server):
     message = str(err.value)
     assert "context" in message and "shorten the chapter" in message, message
     assert server.proc.poll() is None  # the server is still up, and answers the next request
-    assert llm.complete([{"role": "user", "content": "hi"}], max_tokens=4).usage.prompt_tokens > 0
+    assert llm.complete([{"role": "user", "content": "hi"}], max_tokens=4).usage.completion_tokens > 0
 
 
 def test_a_key_given_in_place_of_a_variable_name_is_refused_without_echoing_it():

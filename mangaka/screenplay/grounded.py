@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,13 +143,12 @@ def hint_id(hint: str | None, cast: Sequence[Character], language: str) -> str |
     return best.id if best is not None and name_match(hint, [best.name], language) else None
 
 
-def quote_listing(grounding: Grounding, cast: Sequence[Character], language: str, hints: bool = True) -> str:
-    """The quoted lines of the call, one per line: number, unit, the text's speaker hint (unless
-    ``hints`` is off), text."""
+def quote_listing(grounding: Grounding, hints: Mapping[int, str]) -> str:
+    """The quoted lines of the call, one per line: number, unit, its likely speaker (``hints``:
+    ``line_hints``), text."""
     out = []
     for line in grounding.lines:
-        quote = grounding.map.quote_of(line.number)
-        who = hint_id(quote.hint, cast, language) if hints else None
+        who = hints.get(line.number)
         part = f", part {line.part} of {line.parts}" if line.parts > 1 else ""
         hint = f", likely {who}" if who else ""
         out.append(f"- {line.number} [{line.unit}{part}{hint}]: {line.text}")
@@ -175,9 +174,15 @@ def panel_starts(grounding: Grounding, panels: int) -> list[int]:
     return starts
 
 
-def line_hints(grounding: Grounding, cast: Sequence[Character], language: str) -> dict[int, str]:
-    """Each quoted line's likely speaker as a cast id, where the text says (``SourceMap`` hints)."""
-    hints = {}
+def line_hints(
+    grounding: Grounding, cast: Sequence[Character], language: str, shown: bool = True
+) -> dict[int, str]:
+    """Each quoted line's likely speaker as a cast id, where the text says (``SourceMap`` hints);
+    none when they are not ``shown`` (the request's ``speaker_hints`` off). The listing and the
+    schema of a call both take them from here."""
+    hints: dict[int, str] = {}
+    if not shown:
+        return hints
     for line in grounding.lines:
         who = hint_id(grounding.map.quote_of(line.number).hint, cast, language)
         if who:

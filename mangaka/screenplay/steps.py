@@ -374,7 +374,9 @@ def _grounded_task(prompts: Prompts, cast: list[Character], panels: int, dialogu
         "script_grounded",
         **_script_values(cast, panels),
         units=f"[{first}]–[{last}]" if last > first else f"[{first}]",
-        quotes=quote_listing(grounding, cast, prompts.request.language, prompts.request.speaker_hints),
+        quotes=quote_listing(
+            grounding, line_hints(grounding, cast, prompts.request.language, prompts.request.speaker_hints)
+        ),
         lines=min(lines, dialogue),
         total=lines,
         captions=max(0, dialogue - lines),
@@ -403,7 +405,7 @@ def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: Call
 
     else:
         numbers = [line.number for line in grounding.lines]
-        hints = line_hints(grounding, cast, request.language) if request.speaker_hints else {}
+        hints = line_hints(grounding, cast, request.language, request.speaker_hints)
         schema = script_schema(grounding, cast_ids, request.panels, request.dialogue, hints)
 
         def repair(script: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:

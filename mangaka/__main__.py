@@ -21,7 +21,7 @@ from .demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_pat
 from .errors import MangakaError
 from .export.cli import add_export_arg
 from .llm.options import LOAD_OPTIONS
-from .options import add_flags
+from .options import UNSET, add_flags
 from .page.options import PAGE_OPTIONS
 from .paths import PACK_ROOT
 
@@ -36,7 +36,7 @@ def _add_model_args(
     model_required: bool,
     output: str | None,
     defaults: dict[str, Any] | None = None,
-    unset: str = "unset by default",
+    unset: str = UNSET,
 ) -> None:
     """--model, --lora, Load LLM's and the Screenwriter's flags (``defaults``: the command's own,
     by field; ``unset``: how their help says a None one) and ``-o`` when ``output`` is given."""

@@ -21,6 +21,8 @@ from typing import Any
 
 from .errors import InputError
 
+UNSET = "unset by default"  # what a flag's help says of a default of None (a command may say more)
+
 
 @dataclass(frozen=True)
 class Option:
@@ -83,7 +85,7 @@ class Option:
         """``512 to 262144``, ``-4 to 4``: the range as the messages and tables say it."""
         return f"{_number(self.low)} to {_number(self.high)}"
 
-    def flag_help(self, default: Any = ..., unset: str = "unset by default") -> str:
+    def flag_help(self, default: Any = ..., unset: str = UNSET) -> str:
         """The command line's help: the help, the range (and ``auto``), the default (``default``: a
         command's own, else the declared one; ``unset``: what a command says when it is None)."""
         bounds = f"; {self.bounds()}{self.meaning}" if self.low is not None else ""
@@ -153,7 +155,7 @@ def add_flags(
     p: argparse.ArgumentParser,
     options: Mapping[str, Option],
     defaults: Mapping[str, Any] | None = None,
-    unset: str = "unset by default",
+    unset: str = UNSET,
 ) -> None:
     """The flags of every option in ``options`` that has one, from its declaration (``defaults``: a
     command's own defaults by field, said in its help; ``unset``: how its help says a None one)."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..llm.base import PRESETS
-from ..options import Option, add_flags, declare, fields_from_args
+from ..options import UNSET, Option, add_flags, declare, fields_from_args
 from ..options import option_table as table_of
 from .models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
 from .scenes import DEFAULT_SCENE_CHARS
@@ -121,7 +121,7 @@ OPTIONS = declare(
 
 
 def add_request_args(
-    p: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None, unset: str = "unset by default"
+    p: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None, unset: str = UNSET
 ) -> None:
     """The flags of every Screenwriter option that has one (``defaults``: a command's own;
     ``unset``: how the help says a None one)."""

@@ -7,7 +7,8 @@ again and again where a person would stand:
 - English: capitalised words (joined when consecutive, with a title such as ``Mr.`` or
   ``Captain``) that occur at least once inside a sentence (a sentence's first word alone is not
   evidence), and ``the`` + an optional adjective + a word for a person (``the old man``,
-  ``the keeper``);
+  ``the keeper``); a titled name (``Mr. Hollis``) anywhere, a sentence's start or a quoted line
+  included, counted by its bare uses (``_titled_en``);
 - Chinese: the two or three characters that open a clause (after punctuation or a closing quote
   mark) and recur there, not starting with a pronoun or a function word (``老周放下…``,
   ``沈青衣低头…``);
@@ -19,10 +20,12 @@ Candidates come strongest first (attributions, then uses). No library is used: t
 Japanese word segmenters with person-name tags on PyPI (jieba, janome) are 42 and 203 MB
 installed, and these rules find the speakers a screenplay needs on the pack's gold chapters.
 
-**Speaker hints** (``speaker_hints``), one guess per quote, or ``None``: an attribution right
-after or right before the quote in its paragraph; else the candidate named nearest before the
-quote in its paragraph's narration (else after it); else turn-taking, the speaker of the quote
-two before when the quote before was someone else's.
+**Speaker hints** (``_hints`` in ``mangaka/source/__init__.py``), one guess per quote, or
+``None``: an attribution right after or right before the quote in its paragraph; else the one the
+quote before (in the paragraph before) names inside it, who answers; else the candidate named
+nearest before the quote in its paragraph's narration (else after it; a titled name also by its
+bare name); else turn-taking, the speaker of the quote two before when the quote before was
+someone else's.
 """
 
 from __future__ import annotations
@@ -196,6 +199,9 @@ def _mentions_en(narration: str) -> Counter[str]:
     return Counter({n: c for n, c in found.items() if n in inside or n in often})
 
 
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
 def bare_name(name: str) -> str | None:
     """A titled English name's name without its title (``Mr. Hollis`` → ``Hollis``), else None."""
     m = re.fullmatch(rf"{_TITLES}\s+({_CAP})", name)
@@ -209,11 +215,11 @@ def _titled_en(text: str) -> Counter[str]:
     found: Counter[str] = Counter()
     words: Counter[str] | None = None  # every capitalised word's uses, counted once, when needed
     for m in re.finditer(rf"\b({_TITLES})\s+({_CAP})\b", text):
-        bare = re.sub(r"['’]s$", "", m.group(2))  # Mrs. Dunne's kitchen: Mrs. Dunne
+        bare = _POSSESSIVE.sub("", m.group(2))  # Mrs. Dunne's kitchen: Mrs. Dunne
         if bare in _NOT_NAMES_EN:
             continue
         if words is None:
-            words = Counter(re.sub(r"['’]s$", "", w) for w in re.findall(rf"\b{_CAP}\b", text))
+            words = Counter(_POSSESSIVE.sub("", w) for w in re.findall(rf"\b{_CAP}\b", text))
         found[f"{m.group(1)} {bare}"] = words[bare]
     return found
 

@@ -15,6 +15,8 @@ narrator (speaker ``narrator``) is never a character.
   when one of the two contains the other: as a whole word in English, as a substring of at least
   2 characters in Chinese and Japanese. Each character matches at most one (a maximum one-to-one
   matching; exact equality is preferred where there is a choice).
+- **cast drawn**: gold characters whose matched screenplay character some panel shows (is in its
+  ``characters``) / gold characters: the storyboard draws them, not only lists them.
 - **quote recall**: recalled gold quotes / gold quotes. A quote is recalled when a screenplay line
   (narration included) has it with small edits: rapidfuzz's ``fuzz.ratio`` of the two texts with
   punctuation, symbols and spaces removed (after NFKC and casefolding) is at least
@@ -43,7 +45,7 @@ narrator (speaker ``narrator``) is never a character.
 - **cost**, carried from the run when given (``RunCost``): ``valid`` (the screenplay passed
   validation), ``tries`` (model calls, retries included), ``repairs``, ``tokens`` (generated),
   ``seconds`` (wall time). A run that produced no screenplay is scored with ``screenplay=None``:
-  recalls and coverage are 0, the other metrics ``None``.
+  recalls, cast drawn and coverage are 0, the other metrics ``None``.
 
 ``dialogue_kept(chapter_text, screenplay)`` is the no-gold quote check for a user's own chapter:
 how many of its quoted lines the screenplay kept, and whether in order.
@@ -67,6 +69,7 @@ KEPT_WARNING_SHARE = 0.5
 METRICS = (
     "cast_recall",
     "cast_precision",
+    "cast_drawn",
     "quote_recall",
     "speaker_accuracy",
     "quote_order",
@@ -93,6 +96,7 @@ class Scores:
 
     cast_recall: float | None = None
     cast_precision: float | None = None
+    cast_drawn: float | None = None
     quote_recall: float | None = None
     speaker_accuracy: float | None = None
     quote_order: float | None = None
@@ -170,6 +174,12 @@ def consistency(screenplay: Screenplay) -> float | None:
     return _ratio(ok, len(spoken))
 
 
+def cast_drawn(gold: GoldChapter, screenplay: Screenplay, cast: dict[str, str]) -> float | None:
+    """Gold characters whose matched screenplay character (``cast``) a panel shows, over gold characters."""
+    drawn = {cid for panel in screenplay.panels for cid in panel.characters}
+    return _ratio(sum(1 for sid in cast if sid in drawn), len(gold.characters))
+
+
 def quote_order(matches: list[QuoteMatch], screenplay: Screenplay) -> float | None:
     """Rank agreement of the recalled quotes' chapter order and their lines' reading order."""
     place = reading_order(screenplay)
@@ -192,7 +202,7 @@ def _cost(cost: RunCost | None) -> dict[str, object]:
 
 
 def _no_screenplay(quotes: int, gold: GoldChapter | None, cost: RunCost | None) -> Scores:
-    with_gold = dict(cast_recall=0.0, beat_coverage=0.0) if gold is not None else {}
+    with_gold = dict(cast_recall=0.0, cast_drawn=0.0, beat_coverage=0.0) if gold is not None else {}
     return Scores(quote_recall=0.0 if quotes else None, quotes_total=quotes, **with_gold, **_cost(cost))
 
 
@@ -229,6 +239,7 @@ def score(
         scores |= dict(
             cast_recall=_ratio(len(cast), len(gold.characters)),
             cast_precision=_ratio(len(cast), n_cast),
+            cast_drawn=cast_drawn(gold, screenplay, cast),
             speaker_accuracy=speaker_accuracy(gold, matches, cast),
             beat_coverage=_ratio(len(covered), len(places)),
             beat_order=order_agreement(covered),

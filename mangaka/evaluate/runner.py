@@ -11,7 +11,7 @@ Each chapter is asked, in its own language, for ``--panels`` panels and ``--dial
 count not given is the reference screenplay's (as many as it has), or ``auto`` (from the chapter,
 as ``write --panels auto`` does) for a chapter without one. A run that fails after every
 try (``InvalidOutputError``, ``GenerationError``, ``ContextOverflowError``) is kept as a failure:
-it scores 0 on cast recall, quote recall and beat coverage, and counts against ``valid``.
+it scores 0 on cast recall, cast drawn, quote recall and beat coverage, and counts against ``valid``.
 
 ``summarise`` gives, per configuration, each chapter's mean over its seeds and the set's mean
 with its seed-to-seed spread (the standard deviation, over seeds, of the set's mean for that

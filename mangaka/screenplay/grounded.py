@@ -11,7 +11,8 @@ it that its scene covers (``Grounding``: a range of units). By construction:
 - **panels** each start at a unit (``from``, a ``const``: the scene's units spread over its panels
   by length, ``panel_starts``), and each draws the units up to the next panel's start: together
   the panels cover the scene, in order (``Panel.source``). A quoted line goes to the panel whose
-  units hold it, and its speaker is shown in that panel;
+  units hold it, and its speaker is shown in that panel; so is each member of the cast that the
+  narration of its units names (by name, bare name or the chapter's spelling of it);
 - **speaker hints**: where the text says who speaks a line (``SourceMap`` hints), the grammar
   writes it as ``likely`` right before the model chooses the ``speaker``; the model decides;
 - **the cast** is the people the chapter names (``SourceMap.names``: the speakers its
@@ -39,7 +40,8 @@ from typing import Any
 from ..names import fold, name_match
 from ..repair import Repair
 from ..source import SourceLine, SourceMap, source_map
-from .models import MAX_ID, NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
+from ..source.speakers import bare_name
+from .models import MAX_CHARACTERS, MAX_ID, NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
 from .schema import grounded_script_call_schema
 
 logger = logging.getLogger(__name__)
@@ -141,6 +143,51 @@ def hint_id(hint: str | None, cast: Sequence[Character], language: str) -> str |
         return None
     best = max(cast, key=lambda c: name_match(hint, [c.name], language), default=None)
     return best.id if best is not None and name_match(hint, [best.name], language) else None
+
+
+def cast_forms(grounding: Grounding, cast: Sequence[Character], language: str) -> dict[str, list[str]]:
+    """How the chapter writes each cast member (by id): the cast name, its bare form (``Mr.
+    Hollis`` → ``Hollis``) and the chapter's name candidates that match it best (a bible name's
+    alias as the text spells it); a candidate that matches two of them equally names neither."""
+    forms: dict[str, list[str]] = {c.id: [c.name] for c in cast}
+    for c in cast:
+        bare = bare_name(c.name) if language == "en" else None
+        if bare:
+            forms[c.id].append(bare)
+    for candidate in grounding.map.names:
+        scores = [(name_match(candidate.name, [c.name], language), c.id) for c in cast]
+        best = max((score for score, _ in scores), default=0)
+        ids = [cid for score, cid in scores if score == best]
+        if best and len(ids) == 1:
+            forms[ids[0]].append(candidate.name)
+    return {cid: list(dict.fromkeys(f for f in names if f.strip())) for cid, names in forms.items()}
+
+
+def named_in(grounding: Grounding, first: int, last: int, forms: Mapping[str, Sequence[str]]) -> list[str]:
+    """The cast ids the narration of units ``first..last`` names (outside quotes: one a line only
+    speaks of is not there), in the order the text first names them. English names match as whole
+    words, any case; Chinese and Japanese ones as they are written."""
+    m = grounding.map
+    start, end = m.units[first - 1].start, m.units[last - 1].end
+    text, pos, pieces = m.text, start, []
+    for q in m.quotes:
+        if q.end > start and q.start < end:
+            pieces.append(text[pos : max(pos, q.start)])
+            pos = min(end, max(pos, q.end))
+    pieces.append(text[pos:end])
+    narration = " … ".join(pieces)
+    found: list[tuple[int, str]] = []
+    for cid, names in forms.items():
+        at = []
+        for name in names:
+            if m.language == "en":
+                hit = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", narration, re.IGNORECASE)
+                at += [hit.start()] if hit else []
+            elif (i := narration.find(name)) >= 0:
+                at.append(i)
+        if at:
+            found.append((min(at), cid))
+    return [cid for _, cid in sorted(found)]
 
 
 def quote_listing(grounding: Grounding, hints: Mapping[int, str]) -> str:
@@ -289,9 +336,12 @@ def assemble_grounded(
 ) -> Screenplay:
     """The stored screenplay from a valid grounded script reply: each panel's ``source`` from the
     starts; each quoted line in the panel holding its unit (lines of one unit shared in order by
-    the panels that start there); captions first in their panel; ids in reading order."""
+    the panels that start there); captions first in their panel; ids in reading order. A panel
+    shows the characters the model chose, its lines' speakers, and then the cast its units'
+    narration names (``named_in``), up to ``MAX_CHARACTERS``."""
     panels = script["panels"]
     ranges = panel_ranges([p["from"] for p in panels], grounding.last)
+    forms = cast_forms(grounding, cast, language)
     by_number = {line.number: line for line in grounding.lines}
     per_panel: list[list[tuple[str, Any]]] = [[] for _ in panels]
     for caption in script["captions"]:
@@ -313,7 +363,9 @@ def assemble_grounded(
     stored: list[Panel] = []
     for j, p in enumerate(panels):
         speakers = [item["speaker"] for kind, item in per_panel[j] if kind == "quote"]
-        shown = list(dict.fromkeys([*p["characters"], *(s for s in speakers if s != NARRATOR)]))
+        chosen = list(dict.fromkeys([*p["characters"], *(s for s in speakers if s != NARRATOR)]))
+        named = [cid for cid in named_in(grounding, *ranges[j], forms) if cid not in chosen]
+        shown = chosen + named[: max(0, MAX_CHARACTERS - len(chosen))]
         ids = []
         for kind, item in sorted(per_panel[j], key=lambda x: x[0] != "caption"):
             ids.append(f"d{len(lines) + 1}")

@@ -261,7 +261,7 @@ def test_gpu_bench_dry_run_prints_the_real_shape_figures(tmp_path):
     figures = json.loads((out / "real-shape.json").read_text())
     assert figures["real_shape_layers"] == 4 and figures["real_shape_quant"] == "Q4_K_M"
     ceiling = {k for k in figures if "llama_bench" in k}
-    assert len(ceiling) == 4
+    assert len(ceiling) == 6
     for key, value in figures.items():
         if key.startswith(("real_shape_", "memory_bandwidth")) and key != "real_shape_quant":
             if key in ceiling and value is None:

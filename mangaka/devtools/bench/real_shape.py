@@ -137,8 +137,11 @@ def context_cost(rates: dict[int, float], flops_per_position: int) -> dict[str, 
     }
 
 
-def _llama_bench(model: Path, threads: int, gpu_layers: int, repetitions: int) -> dict[str, float | None]:
-    """llama-bench pp512 and tg128 on ``model``; None for both when llama-bench is not built."""
+def _llama_bench(
+    model: Path, threads: int, gpu_layers: int, repetitions: int, depth: int | None = None
+) -> dict[str, float | None]:
+    """llama-bench pp512 and tg128 on ``model``; None for both when llama-bench is not built.
+    With ``depth``: only tg128, after that many tokens of context (``-d``)."""
     script = native_script("llama_bench.py")
     found = procs.run([sys.executable, str(script), "--print-path"], capture_output=True, text=True)
     binary = found.stdout.strip()
@@ -155,9 +158,18 @@ def _llama_bench(model: Path, threads: int, gpu_layers: int, repetitions: int) -
     spec.loader.exec_module(module)
     ngl = 999 if gpu_layers < 0 else gpu_layers
     result = module.run_llama_bench(
-        binary, model, threads, 128, 512, gpu_layers=ngl, repetitions=repetitions, timeout=1800
+        binary,
+        model,
+        threads,
+        128,
+        512 if depth is None else 0,
+        gpu_layers=ngl,
+        repetitions=repetitions,
+        n_depth=depth,
+        timeout=1800,
     )
-    return {"pp512": float(result["pp_tokens_per_s"]), "tg128": float(result["tg_tokens_per_s"])}
+    pp = result.get("pp_tokens_per_s")
+    return {"pp512": None if pp is None else float(pp), "tg128": float(result["tg_tokens_per_s"])}
 
 
 def _logits_finite(llm: Any) -> float:
@@ -273,6 +285,7 @@ def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
         "real_shape_draft_rows_mean": 1 + sum(drafts) / len(drafts) if drafts else 1.0,
         "real_shape_drafted_fraction": len(drafts) / max(1, exact["tokens"] - n_forced),
         "real_shape_jump_forward_bound": jump_forward_bound(costs, exact["tokens"], n_forced, drafts),
+        "real_shape_script_prompt_tokens": last["free"]["prompt"],
     }
 
 
@@ -346,6 +359,14 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
         }
     )
     release_models()
+    # llama-bench's tg128 again, after as many tokens of context as the script call's prompt: the
+    # in-process free decoding follows that prompt, so this is the like-for-like ceiling.
+    depth = int(figures["real_shape_script_prompt_tokens"])
+    same = _llama_bench(model, threads, gpu_layers, 1 if quick else 2, depth)["tg128"] if tg else None
+    figures["real_shape_llama_bench_tg128_at_prompt_tok_s"] = same
+    figures["real_shape_free_over_llama_bench_at_prompt"] = (
+        figures["real_shape_free_tok_s"] / same if same else None
+    )
     bad = [k for k, v in figures.items() if isinstance(v, float) and not math.isfinite(v)]
     if bad:
         raise MangakaError(f"bench real_shape measured no finite value for {', '.join(bad)}")

@@ -1,10 +1,13 @@
-"""What several unit tests share: every path into a JSON value, and the smallest gold chapter."""
+"""What several unit tests share: every path into a JSON value, the smallest gold chapter, and a
+three-paragraph chapter with its cast and a grounded script reply for it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from mangaka.screenplay import Character
 
 
 def json_paths(value: Any, path: tuple = ()) -> list[tuple]:
@@ -34,3 +37,49 @@ def write_two_character_scene(folder: Path, cid: str = "scene") -> None:
     }  # fmt: skip
     (folder / f"{cid}.txt").write_text(text, encoding="utf-8")
     (folder / f"{cid}.gold.json").write_text(json.dumps(gold), encoding="utf-8")
+
+
+# Three paragraphs (units 1-3), three quotes: one attributed ("…," said Mei), two in the last unit.
+EN = (
+    "Mei pushed open the door of the tea shop. Akira followed her in, shaking his umbrella.\n\n"
+    '"We are closed," said Mei, though the sign still read open.\n\n'
+    'Akira laughed. "One cup, then I will go." Mei only sighed. "Only one."'
+)
+ZH = (
+    "小梅推开了茶馆的门，阿明跟在后面。\n\n"
+    "小梅说：“我们打烊了。”\n\n"
+    "阿明笑了：“就一杯，喝完我就走。”小梅叹了口气：“只有一杯。”"
+)
+
+
+def grounded_script(starts: list[int], quotes: list[int], captions: list[str]) -> dict[str, Any]:
+    """A grounded script reply for ``EN``: panels starting at ``starts`` (each showing Mei), the
+    quoted lines ``quotes`` (line 1 Mei's, the others Akira's), a caption in each panel of ``captions``."""
+    return {
+        "title": "Closing Time",
+        "panels": [
+            {
+                "id": f"p{j}",
+                "from": start,
+                "shot": "medium",
+                "angle": "eye_level",
+                "characters": ["mei"],
+                "action": f"action {j}",
+                "expression": "",
+                "background": "tea shop",
+                "lighting": "",
+                "props": [],
+            }
+            for j, start in enumerate(starts, 1)
+        ],
+        "dialogue": [
+            {"quote": n, "speaker": "akira" if n > 1 else "mei", "emotion": "neutral"} for n in quotes
+        ],
+        "captions": [{"line": f"Caption in {p}.", "panel": p} for p in captions],
+    }
+
+
+CAST = [
+    Character(id="mei", name="Mei", appearance="girl"),
+    Character(id="akira", name="Akira", appearance="boy"),
+]

@@ -15,37 +15,24 @@ from typing import Any
 import pytest
 
 from mangaka.errors import InvalidOutputError
-from mangaka.screenplay import Character, load_screenplay, validate_screenplay, write_cast, write_screenplay
+from mangaka.screenplay import load_screenplay, validate_screenplay, write_cast, write_screenplay
 from mangaka.screenplay.grounded import (
     Grounding,
     assemble_grounded,
-    cast_forms,
     grounded_problems,
     name_problems,
-    named_in,
     panel_ranges,
     repair_grounded,
     repair_ids,
 )
-from mangaka.screenplay.models import MAX_CHARACTERS, MAX_LINE, NARRATOR, SCREENPLAY_VERSION
+from mangaka.screenplay.models import MAX_LINE, NARRATOR, SCREENPLAY_VERSION
 from mangaka.screenplay.request import ScreenplayRequest
 from mangaka.screenplay.schema import grounded_script_call_schema
 from mangaka.source import source_map
 from tests.fakes import FakeScriptedLLM
+from tests.unit.support import CAST, EN, ZH, grounded_script
 
 GOLD = Path(__file__).resolve().parents[2] / "mangaka" / "evaluate" / "gold"
-
-# Three paragraphs (units 1-3), three quotes: one attributed ("…," said Mei), two in the last unit.
-EN = (
-    "Mei pushed open the door of the tea shop. Akira followed her in, shaking his umbrella.\n\n"
-    '"We are closed," said Mei, though the sign still read open.\n\n'
-    'Akira laughed. "One cup, then I will go." Mei only sighed. "Only one."'
-)
-ZH = (
-    "小梅推开了茶馆的门，阿明跟在后面。\n\n"
-    "小梅说：“我们打烊了。”\n\n"
-    "阿明笑了：“就一杯，喝完我就走。”小梅叹了口气：“只有一杯。”"
-)
 
 
 class SchemaLLM(FakeScriptedLLM):
@@ -268,40 +255,9 @@ def test_the_call_gets_numbered_units_and_its_panels_start_in_order():
 # ---- assembly ----
 
 
-def _script(starts: list[int], quotes: list[int], captions: list[str]) -> dict[str, Any]:
-    return {
-        "title": "Closing Time",
-        "panels": [
-            {
-                "id": f"p{j}",
-                "from": start,
-                "shot": "medium",
-                "angle": "eye_level",
-                "characters": ["mei"],
-                "action": f"action {j}",
-                "expression": "",
-                "background": "tea shop",
-                "lighting": "",
-                "props": [],
-            }
-            for j, start in enumerate(starts, 1)
-        ],
-        "dialogue": [
-            {"quote": n, "speaker": "akira" if n > 1 else "mei", "emotion": "neutral"} for n in quotes
-        ],
-        "captions": [{"line": f"Caption in {p}.", "panel": p} for p in captions],
-    }
-
-
-CAST = [
-    Character(id="mei", name="Mei", appearance="girl"),
-    Character(id="akira", name="Akira", appearance="boy"),
-]
-
-
 def test_assembly_ties_panels_to_units_and_letters_each_quoted_line_verbatim_in_its_panel():
     grounding = Grounding.of(EN, "en")
-    sp = assemble_grounded(_script([1, 2, 3], [1, 2, 3], ["p3", "p1"]), CAST, "en", grounding)
+    sp = assemble_grounded(grounded_script([1, 2, 3], [1, 2, 3], ["p3", "p1"]), CAST, "en", grounding)
     assert validate_screenplay(sp.model_dump(mode="json")) == []
     assert sp.version == SCREENPLAY_VERSION == 2
     assert [p.source for p in sp.panels] == [[1, 1], [2, 2], [3, 3]]
@@ -326,7 +282,7 @@ def test_assembly_ties_panels_to_units_and_letters_each_quoted_line_verbatim_in_
 def test_panels_tile_the_units_and_share_the_lines_of_a_unit_they_start_at():
     grounding = Grounding.of(EN, "en")
     assert panel_ranges([1, 1, 3], 3) == [(1, 1), (1, 2), (3, 3)]
-    sp = assemble_grounded(_script([1, 3, 3], [1, 2, 3], []), CAST, "en", grounding)
+    sp = assemble_grounded(grounded_script([1, 3, 3], [1, 2, 3], []), CAST, "en", grounding)
     assert [p.source for p in sp.panels] == [[1, 2], [3, 3], [3, 3]]
     quotes = [[next(d.quote for d in sp.dialogue if d.id == i) for i in p.dialogue] for p in sp.panels]
     assert quotes == [[1], [2], [3]]  # unit 3's two lines, one to each panel starting there, in order
@@ -334,68 +290,8 @@ def test_panels_tile_the_units_and_share_the_lines_of_a_unit_they_start_at():
     assert covered == [1, 2, 3]
 
 
-def test_a_panel_shows_the_cast_its_units_narration_names_after_the_models_choice_and_speakers():
-    grounding = Grounding.of(EN, "en")
-    script = _script([1, 2, 3], [1, 2, 3], [])
-    for p in script["panels"]:
-        p["characters"] = []  # the model chose nobody: the text still puts them there
-    script["dialogue"] = [{**d, "speaker": "mei"} for d in script["dialogue"]]
-    sp = assemble_grounded(script, CAST, "en", grounding)
-    # unit 1 names Mei, then Akira; unit 2 only Mei; unit 3 Akira ("Akira laughed"), then Mei
-    assert [p.characters for p in sp.panels] == [["mei", "akira"], ["mei"], ["mei", "akira"]]
-    assert validate_screenplay(sp.model_dump(mode="json")) == []
-    script["panels"][1]["characters"] = ["akira"]  # the model's choice comes first and stays
-    sp = assemble_grounded(script, CAST, "en", grounding)
-    assert sp.panels[1].characters == ["akira", "mei"]
-
-
-def test_a_name_only_a_quote_speaks_of_does_not_put_that_person_in_the_panel():
-    text = 'Mei looked at the door.\n\n"Where is Akira?" Mei asked.\n\nAkira came in, soaked.'
-    grounding = Grounding.of(text, "en")
-    forms = cast_forms(grounding, CAST, "en")
-    assert named_in(grounding, 2, 2, forms) == ["mei"]  # "Akira" is inside the quote
-    assert named_in(grounding, 3, 3, forms) == ["akira"]
-    assert named_in(grounding, 1, 3, forms) == ["mei", "akira"]
-
-
-@pytest.mark.parametrize(
-    ("text", "language", "cast", "expected"),
-    [
-        # a titled name's bare form; any case for English, whole words only ("Meiko" is not Mei)
-        (
-            "Hollis did not look up. Meiko waited.",
-            "en",
-            [("hollis", "Mr. Hollis"), ("mei", "Mei")],
-            ["hollis"],
-        ),
-        ("THE OLD MAN sighed.", "en", [("old_man", "the old man")], ["old_man"]),
-        (ZH.split("\n\n")[0], "zh", [("xiaomei", "小梅"), ("aming", "阿明")], ["xiaomei", "aming"]),
-        ("ハルトは窓を開けた。", "ja", [("haruto", "ハルト")], ["haruto"]),
-    ],
-)
-def test_cast_names_are_found_in_narration_by_their_forms(text, language, cast, expected):
-    grounding = Grounding.of(text, language)
-    people = [Character(id=i, name=n, appearance="x") for i, n in cast]
-    assert (
-        named_in(grounding, 1, len(grounding.map.units), cast_forms(grounding, people, language)) == expected
-    )
-
-
-def test_a_panel_shows_at_most_max_characters():
-    names = [f"Person{chr(65 + i)}" for i in range(MAX_CHARACTERS + 3)]
-    text = " ".join(f"{n} sat down." for n in names)
-    grounding = Grounding.of(text, "en")
-    people = [Character(id=n.lower(), name=n, appearance="x") for n in names]
-    script = _script([1], [], [])
-    script["panels"][0]["characters"] = ["personc"]
-    sp = assemble_grounded(script, people, "en", grounding)
-    shown = sp.panels[0].characters
-    assert len(shown) == MAX_CHARACTERS and shown[0] == "personc"
-    assert shown[1:] == [n.lower() for n in names if n != "PersonC"][: MAX_CHARACTERS - 1]
-
-
 def test_out_of_order_starts_and_quotes_are_sorted_as_repairs_and_nothing_is_dropped():
-    script = _script([1, 3, 2], [3, 1], [])
+    script = grounded_script([1, 3, 2], [3, 1], [])
     fixed, repairs = repair_grounded(copy.deepcopy(script))
     assert [p["from"] for p in fixed["panels"]] == [1, 2, 3]
     assert [p["id"] for p in fixed["panels"]] == ["p1", "p2", "p3"]
@@ -404,7 +300,7 @@ def test_out_of_order_starts_and_quotes_are_sorted_as_repairs_and_nothing_is_dro
         "panels[].from: starts [1, 3, 2] sorted into chapter order",
         "dialogue[].quote: lines [3, 1] sorted into the chapter's order",
     ]
-    in_order = _script([1, 2, 3], [1, 3], [])
+    in_order = grounded_script([1, 2, 3], [1, 3], [])
     assert repair_grounded(copy.deepcopy(in_order)) == (in_order, [])
     # in a call: two of three lines chosen (an enum), backwards; repaired, logged, not retried
     llm = SchemaLLM(cast_reply, lambda schema: script_reply(schema, quotes=[3, 1]))
@@ -420,20 +316,20 @@ def test_a_quoted_line_chosen_twice_becomes_the_nearest_line_not_chosen():
     grounding = Grounding.of(EN, "en")
     numbers = [line.number for line in grounding.lines]
     assert numbers == [1, 2, 3]
-    fixed, repairs = repair_grounded(_script([1, 2, 3], [2, 2], []), numbers)
+    fixed, repairs = repair_grounded(grounded_script([1, 2, 3], [2, 2], []), numbers)
     assert [d["quote"] for d in fixed["dialogue"]] == [2, 3]  # the next one after it first
     assert [str(r) for r in repairs] == [
         "dialogue[1].quote: line 2 chosen again; now line 3, the nearest not chosen"
     ]
-    fixed, repairs = repair_grounded(_script([1, 2, 3], [3, 3], []), numbers)
+    fixed, repairs = repair_grounded(grounded_script([1, 2, 3], [3, 3], []), numbers)
     assert [d["quote"] for d in fixed["dialogue"]] == [2, 3]  # none after: the one before, then sorted
     assert len(repairs) == 2
     # a duplicate left after repair (no line free) is still a problem for the model
-    assert grounded_problems(_script([1, 2, 3], [2, 2], []), grounding) == [
+    assert grounded_problems(grounded_script([1, 2, 3], [2, 2], []), grounding) == [
         "dialogue[1].quote: line 2 is already used; choose another one"
     ]
     scene = Grounding(grounding.map, 3, 3)  # quote 1 is in unit 2, outside this part
-    assert grounded_problems(_script([3], [1], []), scene) == [
+    assert grounded_problems(grounded_script([3], [1], []), scene) == [
         "dialogue[0].quote: 1 is not one of the quoted lines listed"
     ]
     # in a call: repaired and logged, never retried
@@ -555,7 +451,7 @@ def test_free_mode_still_writes_the_models_own_lines():
     free_script = {
         "title": "T",
         "dialogue": [{"speaker": "mei", "line": "My own words.", "emotion": "happy", "panel": "p1"}],
-        "panels": [_script([1], [], [])["panels"][0] | {"characters": ["mei"]}],
+        "panels": [grounded_script([1], [], [])["panels"][0] | {"characters": ["mei"]}],
     }
     free_script["panels"][0].pop("from")
     llm = FakeScriptedLLM(free_cast, free_script)

@@ -172,6 +172,23 @@ def _llama_bench(
     return {"pp512": None if pp is None else float(pp), "tg128": float(result["tg_tokens_per_s"])}
 
 
+AT_PROMPT_KEYS = (
+    "real_shape_llama_bench_tg128_at_prompt_tok_s",
+    "real_shape_free_over_llama_bench_at_prompt",
+)
+
+
+def _at_prompt_depth(
+    model: Path, threads: int, gpu_layers: int, repetitions: int, figures: dict[str, Any]
+) -> dict[str, float]:
+    """llama-bench's tg128 again, after as many tokens of context as the script call's prompt, and
+    free decoding ÷ it: the in-process free decoding follows that prompt, so this is the
+    like-for-like ceiling (run once the pack has released the model: both would not fit)."""
+    depth = int(figures["real_shape_script_prompt_tokens"])
+    same = _llama_bench(model, threads, gpu_layers, repetitions, depth)["tg128"]
+    return dict(zip(AT_PROMPT_KEYS, (same, figures["real_shape_free_tok_s"] / same), strict=True))
+
+
 def _logits_finite(llm: Any) -> float:
     """1.0 when the last position's logits are all finite after a prompt (the random blocks keep
     every activation finite; the constrained sampler needs it)."""
@@ -359,14 +376,10 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
         }
     )
     release_models()
-    # llama-bench's tg128 again, after as many tokens of context as the script call's prompt: the
-    # in-process free decoding follows that prompt, so this is the like-for-like ceiling.
-    depth = int(figures["real_shape_script_prompt_tokens"])
-    same = _llama_bench(model, threads, gpu_layers, 1 if quick else 2, depth)["tg128"] if tg else None
-    figures["real_shape_llama_bench_tg128_at_prompt_tok_s"] = same
-    figures["real_shape_free_over_llama_bench_at_prompt"] = (
-        figures["real_shape_free_tok_s"] / same if same else None
-    )
+    if tg:
+        figures.update(_at_prompt_depth(model, threads, gpu_layers, 1 if quick else 2, figures))
+    else:
+        figures.update(dict.fromkeys(AT_PROMPT_KEYS))
     bad = [k for k, v in figures.items() if isinstance(v, float) and not math.isfinite(v)]
     if bad:
         raise MangakaError(f"bench real_shape measured no finite value for {', '.join(bad)}")

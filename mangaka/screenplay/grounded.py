@@ -39,7 +39,7 @@ from typing import Any
 
 from ..names import fold, name_match
 from ..repair import Repair
-from ..source import SourceLine, SourceMap, source_map
+from ..source import SourceLine, SourceMap, narration, source_map
 from ..source.speakers import bare_name
 from .models import MAX_CHARACTERS, MAX_ID, NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
 from .schema import grounded_script_call_schema
@@ -169,21 +169,16 @@ def named_in(grounding: Grounding, first: int, last: int, forms: Mapping[str, Se
     words, any case; Chinese and Japanese ones as they are written."""
     m = grounding.map
     start, end = m.units[first - 1].start, m.units[last - 1].end
-    text, pos, pieces = m.text, start, []
-    for q in m.quotes:
-        if q.end > start and q.start < end:
-            pieces.append(text[pos : max(pos, q.start)])
-            pos = min(end, max(pos, q.end))
-    pieces.append(text[pos:end])
-    narration = " … ".join(pieces)
+    spans = [(q.start - start, q.end - start) for q in m.quotes if first <= q.unit <= last]
+    outside = narration(m.text[start:end], spans)
     found: list[tuple[int, str]] = []
     for cid, names in forms.items():
         at = []
         for name in names:
             if m.language == "en":
-                hit = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", narration, re.IGNORECASE)
+                hit = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", outside, re.IGNORECASE)
                 at += [hit.start()] if hit else []
-            elif (i := narration.find(name)) >= 0:
+            elif (i := outside.find(name)) >= 0:
                 at.append(i)
         if at:
             found.append((min(at), cid))

@@ -36,6 +36,7 @@ __all__ = [
     "Unit",
     "find_quote_spans",
     "find_quotes",
+    "narration",
     "source_map",
 ]
 
@@ -192,8 +193,8 @@ def source_map(text: str, language: str) -> SourceMap:
     quote_units = [bisect.bisect_right(unit_starts, a) for a, _ in spans]
     bounds = [(para_of[u - 1].start, para_of[u - 1].end) for u in quote_units]
     said = [attribution(text, s, b, language) for s, b in zip(spans, bounds, strict=True)]
-    narration = _narration(text, spans)
-    names = tuple(find_names(narration, said, language, "\n".join(text[a:b] for a, b in spans)))
+    outside = narration(text, spans)
+    names = tuple(find_names(outside, said, language, "\n".join(text[a:b] for a, b in spans)))
     # A hint may come from the paragraph before (the narration that leads into a line of its own).
     wide = [
         (paragraphs[max(0, para_index - 1)].start, b)
@@ -242,7 +243,7 @@ def flat(text: str) -> str:
     return re.sub(r"[ \t\u3000]*(?:\r\n|\r|\n)[ \t\u3000]*", join, text.strip())
 
 
-def _narration(text: str, spans: list[tuple[int, int]]) -> str:
+def narration(text: str, spans: list[tuple[int, int]]) -> str:
     """The text outside quotes, each quote's inside as ``…``."""
     pieces, pos = [], 0
     for a, b in spans:

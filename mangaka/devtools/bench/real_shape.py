@@ -36,6 +36,12 @@ DEPTH_TOKENS = 16  # tokens decoded one at a time at each context depth
 SCRIPT_ROUNDS = 3
 BATCH_ROWS = (1, 2, 4, 8)  # rows of the verify batches timed (exact jump-forward drafts ≤ 8 tokens)
 BATCH_CONTEXT = 256  # tokens of context before each timed batch
+# The context setups compared in one process (_context_setups): rounds of SETUP_TOKENS decodes on
+# each in turn after SETUP_PROMPT tokens; the VM's speed moves by a fifth between seconds, so only
+# many short rounds side by side separate a cost of a few per cent.
+SETUP_ROUNDS = {True: 2, False: 8}  # by quick
+SETUP_TOKENS = {True: 8, False: 24}
+SETUP_PROMPT = 64
 MADV_PAGEOUT = 21  # linux/mman.h, Linux 5.4 and later
 
 
@@ -306,6 +312,90 @@ def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
     }
 
 
+SETUP_KEYS = (
+    "real_shape_setup_pack_tok_s",
+    "real_shape_setup_no_snapshots_tok_s",
+    "real_shape_setup_bench_like_tok_s",
+    "real_shape_snapshots_cost",
+    "real_shape_pack_over_bench_like_setup",
+)
+
+
+def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
+    """Decoding on three contexts of the one loaded model, in alternating rounds, each of the
+    tokens it needs: the pack's own setup (the loaded context's parameters, recurrent-state
+    snapshots included), the same without the snapshots (``n_rs_seq`` 0), and llama-bench's
+    (batch 2048, flash attention ``auto``, no snapshots). Medians of the rounds, and two ratios of the
+    rounds' pairs: no snapshots ÷ the pack's (what the snapshots cost each decoded token) and the
+    pack's ÷ llama-bench's setup."""
+    import llama_cpp
+
+    raw = llm.model.llama
+    rounds, per_round = SETUP_ROUNDS[quick], SETUP_TOKENS[quick]
+    need = SETUP_PROMPT + rounds * per_round + 1
+    own = raw.context_params
+
+    def params(**changes: int) -> Any:
+        copy = type(own).from_buffer_copy(own)
+        for name, value in changes.items():
+            setattr(copy, name, value)
+        return copy
+
+    n_ctx = need + 128  # each a context of the tokens it needs, as llama-bench's (the depth costs
+    # nothing measurable at these lengths; a 32k context's KV cache each would crowd the page cache)
+    setups = {
+        "pack": params(n_ctx=n_ctx),
+        "no_snapshots": params(n_ctx=n_ctx, n_rs_seq=0),
+        "bench_like": params(
+            n_ctx=n_ctx, n_batch=2048, n_ubatch=512, n_rs_seq=0,
+            flash_attn_type=llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+        ),
+    }  # fmt: skip
+    rng = np.random.default_rng(2)
+    n_vocab = raw.n_vocab()
+
+    def decode(ctx: Any, tokens: list[int]) -> None:
+        batch = (llama_cpp.llama_token * len(tokens))(*tokens)
+        if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(tokens))) != 0:
+            raise MangakaError("bench real_shape: a decode failed on a context of the setups compared")
+
+    def run() -> dict[str, list[float]]:
+        contexts = {}
+        try:
+            for name, cparams in setups.items():
+                ctx = llama_cpp.llama_init_from_model(raw.model, cparams)
+                if not ctx:
+                    raise MangakaError(f"bench real_shape: llama.cpp could not make the {name} context")
+                contexts[name] = ctx
+                decode(ctx, _random_tokens(rng, n_vocab, SETUP_PROMPT))
+            rates: dict[str, list[float]] = {name: [] for name in contexts}
+            for _ in range(rounds):
+                for name, ctx in contexts.items():
+                    started = time.perf_counter()
+                    for token in _random_tokens(rng, n_vocab, per_round):
+                        decode(ctx, [token])
+                    rates[name].append(per_round / (time.perf_counter() - started))
+            return rates
+        finally:
+            for ctx in contexts.values():
+                llama_cpp.llama_free(ctx)
+
+    rates = llm.model.decode_thread.run(run, llm.model.abort_flag)
+    return dict(
+        zip(
+            SETUP_KEYS,
+            (
+                median(rates["pack"]),
+                median(rates["no_snapshots"]),
+                median(rates["bench_like"]),
+                paired(rates["no_snapshots"], rates["pack"]),
+                paired(rates["pack"], rates["bench_like"]),
+            ),
+            strict=True,
+        )
+    )
+
+
 def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M") -> dict[str, Any]:
     """Every real-shape figure, in one run (see the module's docstring)."""
     from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
@@ -354,6 +444,7 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
     figures.update(_script_calls(llm, 32 if quick else 128, 1 if quick else SCRIPT_ROUNDS))
     tg = ceiling["tg128"]
     figures["real_shape_free_over_llama_bench"] = figures["real_shape_free_tok_s"] / tg if tg else None
+    figures.update(_context_setups(llm, quick))
     gib = 2**30
     figures.update(
         {

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ... import procs
-from ...errors import MangakaError
+from ...errors import Cancelled, MangakaError
 from ...paths import cache_root
 from .common import median, native_script, paired
 from .decoding import script_rates
@@ -312,27 +312,18 @@ def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
     }
 
 
-SETUP_KEYS = (
-    "real_shape_setup_pack_tok_s",
-    "real_shape_setup_no_snapshots_tok_s",
-    "real_shape_setup_bench_like_tok_s",
-    "real_shape_snapshots_cost",
-    "real_shape_pack_over_bench_like_setup",
-)
-
-
 def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     """Decoding on three contexts of the one loaded model, in alternating rounds, each of the
     tokens it needs: the pack's own setup (the loaded context's parameters, recurrent-state
     snapshots included), the same without the snapshots (``n_rs_seq`` 0), and llama-bench's
-    (batch 2048, flash attention ``auto``, no snapshots). Medians of the rounds, and two ratios of the
-    rounds' pairs: no snapshots ÷ the pack's (what the snapshots cost each decoded token) and the
-    pack's ÷ llama-bench's setup."""
+    (batch 2048, flash attention ``auto``, no snapshots). Medians of the rounds, and two ratios
+    of the rounds' pairs: no snapshots ÷ the pack's (what the snapshots cost each decoded token)
+    and the pack's ÷ llama-bench's setup."""
     import llama_cpp
 
     raw = llm.model.llama
+    abort = llm.model.abort_flag
     rounds, per_round = SETUP_ROUNDS[quick], SETUP_TOKENS[quick]
-    need = SETUP_PROMPT + rounds * per_round + 1
     own = raw.context_params
 
     def params(**changes: int) -> Any:
@@ -341,8 +332,9 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
             setattr(copy, name, value)
         return copy
 
-    n_ctx = need + 128  # each a context of the tokens it needs, as llama-bench's (the depth costs
-    # nothing measurable at these lengths; a 32k context's KV cache each would crowd the page cache)
+    # Each a context of the tokens it needs, as llama-bench's: the depth costs nothing measurable
+    # at these lengths, and a 32k context's KV cache each would crowd the page cache.
+    n_ctx = SETUP_PROMPT + rounds * per_round + 128
     setups = {
         "pack": params(n_ctx=n_ctx),
         "no_snapshots": params(n_ctx=n_ctx, n_rs_seq=0),
@@ -355,6 +347,8 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     n_vocab = raw.n_vocab()
 
     def decode(ctx: Any, tokens: list[int]) -> None:
+        if abort[0]:  # these contexts have no abort callback: an interrupt stops them between tokens
+            raise Cancelled("bench real_shape: interrupted")
         batch = (llama_cpp.llama_token * len(tokens))(*tokens)
         if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(tokens))) != 0:
             raise MangakaError("bench real_shape: a decode failed on a context of the setups compared")
@@ -380,20 +374,14 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
             for ctx in contexts.values():
                 llama_cpp.llama_free(ctx)
 
-    rates = llm.model.decode_thread.run(run, llm.model.abort_flag)
-    return dict(
-        zip(
-            SETUP_KEYS,
-            (
-                median(rates["pack"]),
-                median(rates["no_snapshots"]),
-                median(rates["bench_like"]),
-                paired(rates["no_snapshots"], rates["pack"]),
-                paired(rates["pack"], rates["bench_like"]),
-            ),
-            strict=True,
-        )
-    )
+    rates = llm.model.decode_thread.run(run, abort)
+    return {
+        "real_shape_setup_pack_tok_s": median(rates["pack"]),
+        "real_shape_setup_no_snapshots_tok_s": median(rates["no_snapshots"]),
+        "real_shape_setup_bench_like_tok_s": median(rates["bench_like"]),
+        "real_shape_snapshots_cost": paired(rates["no_snapshots"], rates["pack"]),
+        "real_shape_pack_over_bench_like_setup": paired(rates["pack"], rates["bench_like"]),
+    }
 
 
 def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M") -> dict[str, Any]:

@@ -66,6 +66,7 @@ class Constraint:
         self.full_passes = 0
         self.forced_tokens = 0  # of ``tokens``, those the grammar forced (jump-forward)
         self.draft_sizes: list[int] = []  # exact jump-forward: the draft tokens of each verified batch
+        self.redone_rows: list[int] = []  # the rows evaluated again after each cut draft's rollback
 
     def choose(self, sampler: TokenSampler) -> int:
         raise NotImplementedError

@@ -22,9 +22,13 @@ Jump-forward (``jump_forward``; the llguidance engine only, others decode one to
   a batch's rows in another order than a single token's (over a long prompt, as much as a
   prompt evaluated in one batch differs from the same tokens decoded one by one). Greedy
   output changes only where that flips a near tie; seeded sampling draws another sample of the
-  same distribution. Needs a memory that can drop positions
-  (``rewind_limit``): a hybrid model without recurrent-state snapshots decodes one token at a
-  time.
+  same distribution. The rows after the first other choice are dropped from the memory: an
+  attention cache drops positions; a hybrid or recurrent model's state (``qwen35moe``'s Gated
+  DeltaNet layers) cannot, so it is saved before each verify batch (``StateCheckpoint``, one
+  copy of the recurrent state, about 63 MB on Qwen3.5-35B-A3B) and, where the draft was cut,
+  put back and the kept tokens evaluated again. Loaded with recurrent-state snapshots
+  (``LoadOptions.rollback_tokens`` > 0) it rolls back through them instead, drafts no longer
+  than they are many; the snapshots slow every decoded token (docs/performance.md).
 - ``"canonical"``: the forced tokens are taken as llguidance tokenizes them, unverified, logits
   for the last only; any model. Valid output, but the model's own tokens for the same bytes can
   differ (``"appearance`` against ``"`` + ``appearance``), and so can what follows.
@@ -57,6 +61,9 @@ FinishReason = Literal["stop", "length", "cancelled"]
 JumpForward = Literal["off", "exact", "canonical"]
 JUMP_FORWARD: tuple[str, ...] = ("off", "exact", "canonical")
 DEFAULT_JUMP_FORWARD: JumpForward = "exact"
+# The longest draft a hybrid model verifies through a ``StateCheckpoint`` (a cut draft's rows are
+# evaluated again); the snapshots' count bounds it otherwise, a batch on attention-only models.
+MAX_DRAFT = 16
 
 
 _CONTROL: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -167,28 +174,88 @@ def rewind(llama: Any, n_tokens: int) -> None:
         llama.n_tokens = n_tokens
 
 
-def _jump_mode(llama: Any, constraint: Constraint | None, wanted: str) -> tuple[str, int]:
-    """The jump-forward mode this decode runs with, and the longest draft it may try."""
+class StateCheckpoint:
+    """The recurrent part of sequence 0's memory, saved before a verify batch and put back where
+    its draft was cut (llama.cpp's partial sequence state, kept in the memory's own buffers: on
+    the GPU where the layers are, no copy through the host). One copy of the recurrent state;
+    the attention layers' cache is left alone (it drops positions itself). llama-server rolls
+    back its speculative drafts on hybrid models the same way."""
+
+    def __init__(self, llama: Any) -> None:
+        lib = import_llama_cpp()
+        self.lib, self.llama = lib, llama
+        self.flags = lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY | lib.LLAMA_STATE_SEQ_FLAGS_ON_DEVICE
+        self.buffer: Any = None
+        self.size = 0
+        self.n_past = -1
+
+    def save(self) -> None:
+        """Save the recurrent state as it is after ``llama.n_tokens`` tokens."""
+        import ctypes
+
+        ctx = self.llama._ctx.ctx
+        size = int(self.lib.llama_state_seq_get_size_ext(ctx, 0, self.flags))
+        if size > self.size:
+            self.buffer, self.size = (ctypes.c_uint8 * size)(), size
+        if size == 0 or self.lib.llama_state_seq_get_data_ext(ctx, self.buffer, size, 0, self.flags) != size:
+            raise RuntimeError("llama.cpp could not save the recurrent state before a verify batch")
+        self.n_past = int(self.llama.n_tokens)
+
+    def restore(self, tokens: list[int]) -> None:
+        """Put the saved state back, drop every position after it, then evaluate ``tokens`` (the
+        kept ones): the memory holds what one token at a time would have left."""
+        llama = self.llama
+        ctx = llama._ctx.ctx
+        if self.lib.llama_state_seq_set_data_ext(ctx, self.buffer, self.size, 0, self.flags) == 0:
+            raise RuntimeError("llama.cpp could not restore the recurrent state after a verify batch")
+        llama.n_tokens = self.n_past
+        if not llama._ctx.kv_cache_seq_rm(0, self.n_past, -1):
+            raise RuntimeError(f"llama.cpp could not drop positions from {self.n_past} on")
+        llama.eval(tokens)
+
+
+def _jump_mode(llama: Any, constraint: Constraint | None, wanted: str) -> tuple[str, int, bool]:
+    """The jump-forward mode this decode runs with, the longest draft it may try, and whether a
+    cut draft is rolled back through a ``StateCheckpoint`` (hybrid and recurrent models loaded
+    without snapshots)."""
     if constraint is None or wanted == "off":
-        return "off", 0
+        return "off", 0, False
     if wanted == "canonical":
-        return "canonical", 0
-    # a draft of d tokens is evaluated with the token before it (d + 1 in one batch) and at most
-    # d of them are dropped again
-    max_draft = min(rewind_limit(llama), int(llama.n_batch) - 1)
-    return ("exact", max_draft) if max_draft > 0 else ("off", 0)
+        return "canonical", 0, False
+    max_draft = draft_limit(llama)
+    checkpoint = is_recurrent(llama) and rewind_limit(llama) == 0
+    return ("exact", max_draft, checkpoint) if max_draft > 0 else ("off", 0, False)
+
+
+def draft_limit(llama: Any) -> int:
+    """The longest draft exact jump-forward verifies in one batch on this model. A draft of d
+    tokens is evaluated with the token before it (d + 1 rows) and at most d of them are dropped
+    again: as many as the memory can drop (``rewind_limit``), or ``MAX_DRAFT`` where a
+    ``StateCheckpoint`` rolls a hybrid model back."""
+    limit = rewind_limit(llama)
+    if limit == 0 and is_recurrent(llama):
+        limit = MAX_DRAFT
+    return max(0, min(limit, int(llama.n_batch) - 1))
 
 
 def _verify(
-    llama: Any, sampler: TokenSampler, constraint: Constraint, token: int, draft: list[int]
+    llama: Any,
+    sampler: TokenSampler,
+    constraint: Constraint,
+    token: int,
+    draft: list[int],
+    checkpoint: StateCheckpoint | None,
 ) -> tuple[list[int], int | None]:
     """Evaluate ``token`` and ``draft`` in one batch, logits for every row, and keep the draft's
     tokens while each is the one the sampler chooses from the row before it (the grammar
-    applied, as one token at a time would); drop the rest from the memory. Returns the kept
-    draft tokens and the sampler's other choice where the draft was cut (None when all were kept:
-    the next token is sampled from the last row)."""
+    applied, as one token at a time would); drop the rest from the memory (through
+    ``checkpoint`` where one is given). Returns the kept draft tokens and the sampler's other
+    choice where the draft was cut (None when all were kept: the next token is sampled from the
+    last row)."""
     kept = llama.n_tokens + 1
     constraint.draft_sizes.append(len(draft))
+    if checkpoint is not None:
+        checkpoint.save()
     eval_rows(llama, [token, *draft])
     accepted: list[int] = []
     choice: int | None = None
@@ -205,7 +272,11 @@ def _verify(
             choice = None
     finally:
         sampler.row = -1
-    rewind(llama, kept + len(accepted))  # the rows after the first other choice
+    if checkpoint is not None and len(accepted) < len(draft):
+        checkpoint.restore([token, *accepted])
+        constraint.redone_rows.append(1 + len(accepted))
+    else:
+        rewind(llama, kept + len(accepted))  # the rows after the first other choice
     return accepted, choice
 
 
@@ -246,7 +317,8 @@ def decode(
     finish: FinishReason = "length"
     if budget <= 0:
         return DecodeResult(out, finish, decoded)
-    mode, max_draft = _jump_mode(llama, constraint, jump_forward)
+    mode, max_draft, rolls_back = _jump_mode(llama, constraint, jump_forward)
+    checkpoint = StateCheckpoint(llama) if rolls_back else None
     sampler = TokenSampler(llama, sampling, control_tokens(llama) if constraint is not None else None)
     pending: int | None = None  # the sampler's choice where a draft was cut: the next token
     try:
@@ -275,7 +347,7 @@ def decode(
             out += step
             if draft:
                 assert constraint is not None
-                accepted, pending = _verify(llama, sampler, constraint, token, draft)
+                accepted, pending = _verify(llama, sampler, constraint, token, draft, checkpoint)
                 out += accepted
             stop = on_token is not None and on_token(len(out))
             if stop or len(out) >= budget:

@@ -118,6 +118,7 @@ class LlamaCppLLM:
         self.jump_forward = jump_forward
         self.last_forced_tokens = 0  # of the last call's generated tokens, those the grammar forced
         self.last_draft_sizes: list[int] = []  # the last call's exact jump-forward drafts, in tokens
+        self.last_redone_rows: list[int] = []  # ... and the rows evaluated again where one was cut
         self.options = options or LoadOptions()
         self._model = load_model(self.path, self.options, on_progress, cancel)
         self.lora = Path(lora) if lora else None
@@ -267,6 +268,7 @@ class LlamaCppLLM:
         constraint = make_constraint(engine, llama, grammar) if grammar is not None else None
         self.last_forced_tokens = 0
         self.last_draft_sizes = []
+        self.last_redone_rows = []
         interrupt = InterruptToAbort(flag)
 
         def generate() -> tuple[int, DecodeResult]:
@@ -297,6 +299,7 @@ class LlamaCppLLM:
             if constraint is not None:
                 self.last_forced_tokens = constraint.forced_tokens
                 self.last_draft_sizes = constraint.draft_sizes
+                self.last_redone_rows = constraint.redone_rows
                 constraint.close()
         if interrupt.hit or stop_watch.cancelled() or result.finish_reason == "cancelled":
             llama.reset()

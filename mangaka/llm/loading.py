@@ -86,9 +86,12 @@ class LoadOptions:
     flash_attn: FlashAttn = LOAD_OPTIONS["flash_attn"].default  # auto: llama.cpp decides per device
     n_batch: int = 512
     # recurrent-state snapshots a sequence keeps (llama.cpp's n_rs_seq) on hybrid models that
-    # support rolling back (qwen35moe): how many tokens exact jump-forward may try at once and
-    # drop again. Each costs one copy of the recurrent state (Qwen3.5-35B-A3B: about 63 MB).
-    rollback_tokens: int = 8
+    # support rolling back (qwen35moe): exact jump-forward then drops a cut draft's rows through
+    # them, at most this many. Each costs one copy of the recurrent state (Qwen3.5-35B-A3B: about
+    # 63 MB) and together they slow every decoded token (7-10 % on that model on a CPU); with 0
+    # (the default) a cut draft is rolled back through one saved copy of the state instead
+    # (``mangaka.llm.decode.StateCheckpoint``).
+    rollback_tokens: int = 0
 
     def __post_init__(self) -> None:
         for name in ("n_ctx", "n_gpu_layers", "n_threads", "flash_attn"):  # as declared (options.py)
@@ -288,17 +291,22 @@ def _rollback(info: GGUFInfo, options: LoadOptions) -> int:
     return options.rollback_tokens if info.architecture in ROLLBACK_ARCHITECTURES else 0
 
 
+def recurrent_copies(info: GGUFInfo, options: LoadOptions) -> int:
+    """How many copies of the recurrent state a load holds: the state, and its snapshots or, with
+    none, the one copy exact jump-forward saves before each verify batch."""
+    return 1 + max(1, _rollback(info, options))
+
+
 def room_request(path: Path, info: GGUFInfo, options: LoadOptions, n_ctx: int | None = None) -> RoomRequest:
     """The memory a load of ``path`` with ``options`` will take (``RoomRequest``); ``n_ctx``: the
     context llama.cpp made, once loaded (before: the one it will make)."""
     n_ctx = effective_n_ctx(info, options.n_ctx) if n_ctx is None else n_ctx
-    rollback = _rollback(info, options)
     return RoomRequest(
         model=path.name,
         where=placement(options.n_gpu_layers, gpu_offload()),
         weights=path.stat().st_size,
         kv_cache=kv_cache_bytes(info, n_ctx),
-        recurrent=recurrent_state_bytes(info) * (1 + rollback),
+        recurrent=recurrent_state_bytes(info) * recurrent_copies(info, options),
         compute=compute_buffer_bytes(info, min(options.n_batch, n_ctx)),
     )
 
@@ -402,7 +410,7 @@ def _load(
         n_ctx=llama.n_ctx(),
         load_seconds=time.monotonic() - started,
         placement=held.where,
-        # the weights, the KV cache, and the recurrent state with its rollback snapshots
+        # the weights, the KV cache, and the recurrent state with its snapshots or checkpoint
         size_bytes=held.total,
     )
     loaded.install_abort_callback(llama_cpp)

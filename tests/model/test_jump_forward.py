@@ -22,10 +22,11 @@ import jsonschema
 import numpy as np
 import pytest
 
+import mangaka.llm.decode as decoding
 import mangaka.llm.inprocess as inprocess
 from mangaka.errors import Cancelled
 from mangaka.llm.base import PRESETS, CallContext
-from mangaka.llm.decode import rewind_limit
+from mangaka.llm.decode import draft_limit
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
 from mangaka.screenplay.schema import cast_call_schema, script_call_schema
 
@@ -146,7 +147,7 @@ def test_exact_jump_forward_writes_what_one_token_at_a_time_writes(model, name, 
     # every kept forced token came in a verified draft, no longer than the memory can drop again
     drafts = llm.last_draft_sizes
     assert drafts and sum(drafts) >= forced and len(drafts) <= steps
-    assert max(drafts) <= rewind_limit(llm.model.llama)
+    assert max(drafts) <= draft_limit(llm.model.llama)
     at = first_difference(plain_tokens, tokens)
     if at is None:
         assert text == plain and len(tokens) == len(plain_tokens)
@@ -187,11 +188,30 @@ def test_exact_jump_forward_samples_what_one_token_at_a_time_samples(model, seed
     assert texts["exact"][0] == texts["off"][0]
 
 
-def test_a_hybrid_model_without_snapshots_decodes_one_token_at_a_time(qwen35moe, monkeypatch):
-    plain = run(qwen35moe, "off", SCHEMAS["script"], monkeypatch)
-    without = run(qwen35moe, "exact", SCHEMAS["script"], monkeypatch, rollback_tokens=0)
-    assert without[3] == 0 and without[4] == len(without[1])  # nothing forced, a step a token
-    assert without[0] == plain[0]
+@pytest.mark.parametrize("rollback_tokens", [0, 8])
+def test_a_hybrid_model_rolls_a_cut_draft_back(qwen35moe, rollback_tokens, monkeypatch):
+    """Without recurrent-state snapshots (the default) a cut draft's rows are dropped by putting
+    the state saved before the batch back and evaluating the kept tokens again; with snapshots,
+    through them. Either way the text is one token at a time's, and drafts were cut."""
+    restored: list[int] = []
+    restore = decoding.StateCheckpoint.restore
+
+    def counting(self, tokens):
+        restored.append(len(tokens))
+        return restore(self, tokens)
+
+    monkeypatch.setattr(decoding.StateCheckpoint, "restore", counting)
+    plain = run(qwen35moe, "off", SCHEMAS["script"], monkeypatch, rollback_tokens=rollback_tokens)
+    text, tokens, _, forced, steps, llm = run(
+        qwen35moe, "exact", SCHEMAS["script"], monkeypatch, rollback_tokens=rollback_tokens
+    )
+    assert text == plain[0] and forced > 0 and steps == len(tokens) - forced
+    drafts = llm.last_draft_sizes
+    assert sum(drafts) > forced  # some drafts were cut: their rows were dropped again
+    if rollback_tokens:
+        assert restored == [] and max(drafts) <= rollback_tokens
+    else:
+        assert restored and max(drafts) > 8  # longer than the snapshots would allow
 
 
 @pytest.mark.parametrize("mode", ["exact", "canonical"])
@@ -223,6 +243,6 @@ def test_cancel_between_batches_leaves_the_model_usable(arch, request):
                     cancel=lambda seen=seen, after=after: seen["n"] >= after,
                 ),
             )
-        assert after <= seen["n"] < after + OPTIONS.rollback_tokens + 1
+        assert after <= seen["n"] < after + draft_limit(llm.model.llama) + 1
         again = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
         assert again.text == whole

@@ -24,13 +24,13 @@ def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):
     llm = LlamaCppLLM(qwen35moe, SMALL)
     model = llm.model
     assert model.placement == "ram"  # gpu_layers 0
-    state = recurrent_state_bytes(model.info)  # and the recurrent state with its rollback snapshots
+    state = recurrent_state_bytes(model.info)  # and the recurrent state, with its checkpoint copy
     logits = compute_buffer_bytes(model.info, min(SMALL.n_batch, model.n_ctx))  # one micro-batch's
     assert (
         model.size_bytes
         == qwen35moe.stat().st_size
         + kv_cache_bytes(model.info, model.n_ctx)
-        + state * (1 + SMALL.rollback_tokens)
+        + state * (2 if SMALL.rollback_tokens == 0 else 1 + SMALL.rollback_tokens)
         + logits
     )
     assert resident_models("ram") == [model] and resident_models("gpu") == []

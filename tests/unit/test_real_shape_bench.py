@@ -37,6 +37,8 @@ def test_the_jump_forward_bound_counts_one_evaluation_per_sampled_token():
     assert jump_forward_bound(COSTS, 10, 0, []) == pytest.approx(1.0)
     # a draft cut short still paid for its rejected rows
     assert jump_forward_bound(COSTS, 10, 1, [3]) == pytest.approx(10 / (8 + 2.5))
+    # ... and, rolled back through a saved state, for its kept rows again (the token and 1 kept)
+    assert jump_forward_bound(COSTS, 10, 1, [3], [2]) == pytest.approx(10 / (8 + 2.5 + 1.5))
 
 
 def test_page_out_gives_back_a_mapped_files_pages(tmp_path: Path):

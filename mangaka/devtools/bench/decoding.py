@@ -96,8 +96,9 @@ def script_rates(
     """The script call decoded greedily in each of ``modes`` (``free``: no schema; else the
     jump-forward mode), each round's runs back to back with the same ``n_tokens`` budget: tokens/s
     per mode, the share of the output the schema forced, the last text of each mode and its last
-    run's ``tokens`` (generated), ``prompt`` (prompt tokens) and ``drafts`` (draft size of each
-    batch exact jump-forward verified)."""
+    run's ``tokens`` (generated), ``prompt`` (prompt tokens), ``drafts`` (draft size of each
+    batch exact jump-forward verified) and ``redone`` (rows evaluated again after each cut draft
+    rolled back through a saved state)."""
     from ...llm.base import PRESETS
 
     messages, schema = script_messages()
@@ -123,6 +124,7 @@ def script_rates(
                 "tokens": done.usage.completion_tokens,
                 "prompt": done.usage.prompt_tokens,
                 "drafts": list(llm.last_draft_sizes),
+                "redone": list(llm.last_redone_rows),
             }
             if name in forced:
                 forced[name].append(llm.last_forced_tokens / max(1, done.usage.completion_tokens))

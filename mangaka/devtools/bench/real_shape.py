@@ -13,6 +13,7 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ DEPTH_TOKENS = 16  # tokens decoded one at a time at each context depth
 # Rounds of the script call's three modes (free, off, exact), back to back, medians reported: on
 # the development VM one round gave exact ÷ free 1.09 on one full run and 1.18 on the next.
 SCRIPT_ROUNDS = 3
-BATCH_ROWS = (1, 2, 4, 8)  # rows of the verify batches timed (exact jump-forward drafts ≤ 8 tokens)
+BATCH_ROWS = (1, 2, 4, 8, 16)  # rows of the verify batches timed (exact jump-forward drafts ≤ 16)
 BATCH_CONTEXT = 256  # tokens of context before each timed batch
 # The context setups compared in one process (_context_setups): rounds of SETUP_TOKENS decodes on
 # each in turn after SETUP_PROMPT tokens; the VM's speed moves by a fifth between seconds, so only
@@ -42,6 +43,7 @@ BATCH_CONTEXT = 256  # tokens of context before each timed batch
 SETUP_ROUNDS = {True: 2, False: 8}  # by quick
 SETUP_TOKENS = {True: 8, False: 24}
 SETUP_PROMPT = 64
+SNAPSHOTS = 8  # recurrent-state snapshots of the compared setup (the pack's default until 2026-12-04)
 MADV_PAGEOUT = 21  # linux/mman.h, Linux 5.4 and later
 
 
@@ -239,30 +241,37 @@ def _decode_at_depths(llm: Any, depths: tuple[int, ...]) -> dict[str, float]:
     return out
 
 
-def _batch_costs(llm: Any, repeats: int = 3) -> dict[int, float]:
+def _batch_costs(llm: Any, repeats: int = 3) -> tuple[dict[int, float], float, float]:
     """Seconds one evaluation of ``n`` rows with logits for every row takes (the batch exact
     jump-forward verifies: the sampled token and its draft) after ``BATCH_CONTEXT`` tokens, for
-    each ``n`` of ``BATCH_ROWS``: the best of ``repeats``."""
-    from ...llm.decode import eval_rows, rewind
+    each ``n`` of ``BATCH_ROWS``, and the seconds of saving and of putting back the recurrent
+    state around it (``StateCheckpoint``, its kept rows not evaluated again): the best of
+    ``repeats``."""
+    from ...llm.decode import StateCheckpoint, eval_rows
 
     raw = llm.model.llama
     rng = np.random.default_rng(1)
     n_vocab = raw.n_vocab()
 
-    def run() -> dict[int, float]:
+    def run() -> tuple[dict[int, float], float, float]:
         raw.reset()
         raw.eval(_random_tokens(rng, n_vocab, BATCH_CONTEXT))
+        checkpoint = StateCheckpoint(raw)
         best: dict[int, float] = {}
+        save = restore = math.inf
         for _ in range(repeats):
             for n in BATCH_ROWS:
                 rows = _random_tokens(rng, n_vocab, n)
                 started = time.perf_counter()
+                checkpoint.save()
+                saved = time.perf_counter()
                 eval_rows(raw, rows)
-                took = time.perf_counter() - started
-                rewind(raw, BATCH_CONTEXT)
-                best[n] = min(best.get(n, math.inf), took)
+                evaluated = time.perf_counter()
+                checkpoint.restore([])
+                save, restore = min(save, saved - started), min(restore, time.perf_counter() - evaluated)
+                best[n] = min(best.get(n, math.inf), evaluated - saved)
         raw.reset()
-        return best
+        return best, save, restore
 
     return llm.model.decode_thread.run(run, llm.model.abort_flag)
 
@@ -277,14 +286,26 @@ def batch_cost(costs: dict[int, float], rows: int) -> float:
     return costs[b] + (rows - b) * (costs[b] - costs[a]) / (b - a)
 
 
-def jump_forward_bound(costs: dict[int, float], tokens: int, forced: int, drafts: list[int]) -> float:
+def jump_forward_bound(
+    costs: dict[int, float],
+    tokens: int,
+    forced: int,
+    drafts: list[int],
+    redone: Sequence[int] = (),
+    checkpoint: tuple[float, float] = (0.0, 0.0),
+) -> float:
     """Tokens/s with exact jump-forward ÷ without that the timed batches allow for a run of
     ``tokens`` generated tokens, ``forced`` of them forced, whose verified drafts had ``drafts``
     tokens: without, one single-row evaluation per token; with, one per sampled token, a batch of
-    1 + d rows where it came with a draft of d (grammar time left out of both)."""
+    1 + d rows where it came with a draft of d, and a batch of r rows for each cut draft whose
+    kept rows were evaluated again after a rollback (``redone``), with the seconds of saving the
+    state before each draft and of putting it back before each of those (``checkpoint``; grammar
+    time left out of both)."""
     single = costs[1]
     sampled = tokens - forced
-    spent = (sampled - len(drafts)) * single + sum(batch_cost(costs, 1 + d) for d in drafts)
+    save, restore = checkpoint
+    spent = (sampled - len(drafts)) * single + sum(batch_cost(costs, 1 + d) + save for d in drafts)
+    spent += sum(batch_cost(costs, r) + restore for r in redone)
     return tokens * single / spent if spent > 0 else math.nan
 
 
@@ -292,10 +313,11 @@ def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
     """The Screenwriter's script call: free, constrained with jump-forward off and exact, and
     what the timed verify batches say exact jump-forward can gain on this model."""
     rates, forced, texts, last = script_rates(llm, ("free", "off", "exact"), n_tokens, repeats)
-    costs = _batch_costs(llm)
+    costs, save, restore = _batch_costs(llm)
     exact = last["exact"]
     n_forced = round(forced["exact"][-1] * max(1, exact["tokens"]))
     drafts = exact["drafts"]
+    checkpointed = llm.options.rollback_tokens == 0  # the state saved before each draft
     return {
         "real_shape_free_tok_s": median(rates["free"]),
         "real_shape_script_exact_tok_s": median(rates["exact"]),
@@ -307,18 +329,29 @@ def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
         **{f"real_shape_batch_cost_rows{n}": costs[n] / costs[1] for n in BATCH_ROWS[1:]},
         "real_shape_draft_rows_mean": 1 + sum(drafts) / len(drafts) if drafts else 1.0,
         "real_shape_drafted_fraction": len(drafts) / max(1, exact["tokens"] - n_forced),
-        "real_shape_jump_forward_bound": jump_forward_bound(costs, exact["tokens"], n_forced, drafts),
+        "real_shape_redone_fraction": len(exact["redone"]) / len(drafts) if drafts else 0.0,
+        "real_shape_checkpoint_save_ms": save * 1e3,
+        "real_shape_checkpoint_restore_ms": restore * 1e3,
+        "real_shape_jump_forward_bound": jump_forward_bound(
+            costs,
+            exact["tokens"],
+            n_forced,
+            drafts,
+            exact["redone"],
+            (save, restore) if checkpointed else (0.0, 0.0),
+        ),
         "real_shape_script_prompt_tokens": last["free"]["prompt"],
     }
 
 
 def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     """Decoding on three contexts of the one loaded model, in alternating rounds, each of the
-    tokens it needs: the pack's own setup (the loaded context's parameters, recurrent-state
-    snapshots included), the same without the snapshots (``n_rs_seq`` 0), and llama-bench's
-    (batch 2048, flash attention ``auto``, no snapshots). Medians of the rounds, and two ratios
-    of the rounds' pairs: no snapshots ÷ the pack's (what the snapshots cost each decoded token)
-    and the pack's ÷ llama-bench's setup."""
+    tokens it needs: the pack's own setup (the loaded context's parameters: no recurrent-state
+    snapshots by default), the same with ``SNAPSHOTS`` snapshots a sequence (``n_rs_seq``, how
+    exact jump-forward rolled back until 2026-12-04), and llama-bench's (batch 2048, flash
+    attention ``auto``, no snapshots). Medians of the rounds, and two ratios of the rounds'
+    pairs: the pack's ÷ with snapshots (what they would cost each decoded token) and the pack's ÷
+    llama-bench's setup."""
     import llama_cpp
 
     raw = llm.model.llama
@@ -337,7 +370,7 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     n_ctx = SETUP_PROMPT + rounds * per_round + 128
     setups = {
         "pack": params(n_ctx=n_ctx),
-        "no_snapshots": params(n_ctx=n_ctx, n_rs_seq=0),
+        "snapshots": params(n_ctx=n_ctx, n_rs_seq=SNAPSHOTS),
         "bench_like": params(
             n_ctx=n_ctx, n_batch=2048, n_ubatch=512, n_rs_seq=0,
             flash_attn_type=llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
@@ -377,9 +410,9 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     rates = llm.model.decode_thread.run(run, abort)
     return {
         "real_shape_setup_pack_tok_s": median(rates["pack"]),
-        "real_shape_setup_no_snapshots_tok_s": median(rates["no_snapshots"]),
+        "real_shape_setup_snapshots_tok_s": median(rates["snapshots"]),
         "real_shape_setup_bench_like_tok_s": median(rates["bench_like"]),
-        "real_shape_snapshots_cost": paired(rates["no_snapshots"], rates["pack"]),
+        "real_shape_snapshots_cost": paired(rates["pack"], rates["snapshots"]),
         "real_shape_pack_over_bench_like_setup": paired(rates["pack"], rates["bench_like"]),
     }
 
@@ -423,13 +456,14 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
                 attention_flops_per_position(model),
             )
         )
+    figures.update(_script_calls(llm, 32 if quick else 128, 1 if quick else SCRIPT_ROUNDS))
     # What the process holds once it has decoded at every depth (every expert used, the KV cache
-    # written): resident memory above what it held before the load, against the estimate. The
-    # file pages read only to be copied were paged out after the load (page_out), so this is what
-    # the model needs, not what the page cache happens to hold.
+    # written) and verified drafts (the recurrent state's saved copy made): resident memory above
+    # what it held before the load, against the estimate. The file pages read only to be copied
+    # were paged out after the load (page_out), so this is what the model needs, not what the
+    # page cache happens to hold.
     after = _rss()
     held = after["VmRSS"] - before["VmRSS"]
-    figures.update(_script_calls(llm, 32 if quick else 128, 1 if quick else SCRIPT_ROUNDS))
     tg = ceiling["tg128"]
     figures["real_shape_free_over_llama_bench"] = figures["real_shape_free_tok_s"] / tg if tg else None
     figures.update(_context_setups(llm, quick))

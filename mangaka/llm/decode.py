@@ -186,7 +186,7 @@ class StateCheckpoint:
         self.lib, self.llama = lib, llama
         self.flags = lib.LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY | lib.LLAMA_STATE_SEQ_FLAGS_ON_DEVICE
         self.buffer: Any = None
-        self.size = 0
+        self.size = 0  # bytes of the last save
         self.n_past = -1
 
     def save(self) -> None:
@@ -195,36 +195,36 @@ class StateCheckpoint:
 
         ctx = self.llama._ctx.ctx
         size = int(self.lib.llama_state_seq_get_size_ext(ctx, 0, self.flags))
-        if size > self.size:
-            self.buffer, self.size = (ctypes.c_uint8 * size)(), size
+        if self.buffer is None or size > len(self.buffer):
+            self.buffer = (ctypes.c_uint8 * size)()
         if size == 0 or self.lib.llama_state_seq_get_data_ext(ctx, self.buffer, size, 0, self.flags) != size:
             raise RuntimeError("llama.cpp could not save the recurrent state before a verify batch")
-        self.n_past = int(self.llama.n_tokens)
+        self.size, self.n_past = size, int(self.llama.n_tokens)
 
     def restore(self, tokens: list[int]) -> None:
         """Put the saved state back, drop every position after it, then evaluate ``tokens`` (the
         kept ones): the memory holds what one token at a time would have left."""
         llama = self.llama
-        ctx = llama._ctx.ctx
-        if self.lib.llama_state_seq_set_data_ext(ctx, self.buffer, self.size, 0, self.flags) == 0:
+        if self.lib.llama_state_seq_set_data_ext(llama._ctx.ctx, self.buffer, self.size, 0, self.flags) == 0:
             raise RuntimeError("llama.cpp could not restore the recurrent state after a verify batch")
-        llama.n_tokens = self.n_past
-        if not llama._ctx.kv_cache_seq_rm(0, self.n_past, -1):
-            raise RuntimeError(f"llama.cpp could not drop positions from {self.n_past} on")
+        rewind(llama, self.n_past)  # the attention layers' positions; the state is already there
         llama.eval(tokens)
 
 
-def _jump_mode(llama: Any, constraint: Constraint | None, wanted: str) -> tuple[str, int, bool]:
-    """The jump-forward mode this decode runs with, the longest draft it may try, and whether a
-    cut draft is rolled back through a ``StateCheckpoint`` (hybrid and recurrent models loaded
-    without snapshots)."""
+def _jump_mode(llama: Any, constraint: Constraint | None, wanted: str) -> tuple[str, int]:
+    """The jump-forward mode this decode runs with, and the longest draft it may try."""
     if constraint is None or wanted == "off":
-        return "off", 0, False
+        return "off", 0
     if wanted == "canonical":
-        return "canonical", 0, False
+        return "canonical", 0
     max_draft = draft_limit(llama)
-    checkpoint = is_recurrent(llama) and rewind_limit(llama) == 0
-    return ("exact", max_draft, checkpoint) if max_draft > 0 else ("off", 0, False)
+    return ("exact", max_draft) if max_draft > 0 else ("off", 0)
+
+
+def rolls_back_by_checkpoint(llama: Any) -> bool:
+    """True where exact jump-forward drops a cut draft through a ``StateCheckpoint``: hybrid and
+    recurrent models loaded without recurrent-state snapshots."""
+    return is_recurrent(llama) and rewind_limit(llama) == 0
 
 
 def draft_limit(llama: Any) -> int:
@@ -232,9 +232,7 @@ def draft_limit(llama: Any) -> int:
     tokens is evaluated with the token before it (d + 1 rows) and at most d of them are dropped
     again: as many as the memory can drop (``rewind_limit``), or ``MAX_DRAFT`` where a
     ``StateCheckpoint`` rolls a hybrid model back."""
-    limit = rewind_limit(llama)
-    if limit == 0 and is_recurrent(llama):
-        limit = MAX_DRAFT
+    limit = MAX_DRAFT if rolls_back_by_checkpoint(llama) else rewind_limit(llama)
     return max(0, min(limit, int(llama.n_batch) - 1))
 
 
@@ -317,8 +315,8 @@ def decode(
     finish: FinishReason = "length"
     if budget <= 0:
         return DecodeResult(out, finish, decoded)
-    mode, max_draft, rolls_back = _jump_mode(llama, constraint, jump_forward)
-    checkpoint = StateCheckpoint(llama) if rolls_back else None
+    mode, max_draft = _jump_mode(llama, constraint, jump_forward)
+    checkpoint = StateCheckpoint(llama) if mode == "exact" and rolls_back_by_checkpoint(llama) else None
     sampler = TokenSampler(llama, sampling, control_tokens(llama) if constraint is not None else None)
     pending: int | None = None  # the sampler's choice where a draft was cut: the next token
     try:

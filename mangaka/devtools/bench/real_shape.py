@@ -312,12 +312,14 @@ def jump_forward_bound(
 def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
     """The Screenwriter's script call: free, constrained with jump-forward off and exact, and
     what the timed verify batches say exact jump-forward can gain on this model."""
+    from ...llm.decode import rolls_back_by_checkpoint
+
     rates, forced, texts, last = script_rates(llm, ("free", "off", "exact"), n_tokens, repeats)
     costs, save, restore = _batch_costs(llm)
     exact = last["exact"]
     n_forced = round(forced["exact"][-1] * max(1, exact["tokens"]))
     drafts = exact["drafts"]
-    checkpointed = llm.options.rollback_tokens == 0  # the state saved before each draft
+    checkpointed = rolls_back_by_checkpoint(llm.model.llama)  # the state saved before each draft
     return {
         "real_shape_free_tok_s": median(rates["free"]),
         "real_shape_script_exact_tok_s": median(rates["exact"]),

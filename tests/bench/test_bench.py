@@ -271,7 +271,8 @@ def test_gpu_bench_dry_run_prints_the_real_shape_figures(tmp_path):
     assert 0 < figures["real_shape_forced_fraction"] < 1
     assert figures["real_shape_memory_estimate_compute_gib"] > 0.4  # 512 × 248,320 float32 logits
     assert "real_shape_decode_tok_s_ctx2048" in figures
-    setups = ("pack", "snapshots", "bench_like")
+    setups = ("pack", "snapshots", "bench_like", "pack_loop")
     assert all(figures[f"real_shape_setup_{name}_tok_s"] > 0 for name in setups)
     assert figures["real_shape_snapshots_cost"] > 0 and figures["real_shape_pack_over_bench_like_setup"] > 0
+    assert figures["real_shape_pack_loop_over_bench_like_setup"] > 0
     assert undocumented(figures) == []

@@ -351,9 +351,12 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     tokens it needs: the pack's own setup (the loaded context's parameters: no recurrent-state
     snapshots by default), the same with ``SNAPSHOTS`` snapshots a sequence (``n_rs_seq``, how
     exact jump-forward rolled back until 2026-12-04), and llama-bench's (batch 2048, flash
-    attention ``auto``, no snapshots). Medians of the rounds, and two ratios of the rounds'
-    pairs: the pack's ÷ with snapshots (what they would cost each decoded token) and the pack's ÷
-    llama-bench's setup."""
+    attention ``auto``, no snapshots); and in the same rounds the pack's whole decoding loop
+    (``mangaka.llm.decode.decode``, greedy, no schema: the sampler, the library's bookkeeping, the
+    abort check) on the loaded model's own context. Medians of the rounds, and three ratios of the
+    rounds' pairs: the pack's context ÷ with snapshots (what they would cost each decoded token),
+    the pack's context ÷ llama-bench's setup, and the pack's decoding loop ÷ llama-bench's setup
+    (what the pack gets of llama.cpp's own one-token loop, side by side)."""
     import llama_cpp
 
     raw = llm.model.llama
@@ -388,6 +391,29 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
         if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(tokens))) != 0:
             raise MangakaError("bench real_shape: a decode failed on a context of the setups compared")
 
+    held: list[int] = []  # the tokens the loaded model's own context holds, and the next one
+
+    def pack_loop(n_tokens: int) -> float:
+        """Tokens/s of the pack's decoding loop on the loaded model's context, ``n_tokens`` more."""
+        from ...llm.base import PRESETS
+        from ...llm.decode import decode as pack_decode
+
+        if not held:  # a prompt as the contexts' above, evaluated before the clock starts
+            raw.reset()  # the next evaluation drops the memory from position 0 on
+            held.extend(_random_tokens(rng, n_vocab, SETUP_PROMPT + 1))
+            raw.eval(held[:-1])
+        started = time.perf_counter()
+        done = pack_decode(
+            raw, list(held), len(held) - 1, sampling=PRESETS["greedy"], constraint=None, budget=n_tokens
+        )
+        elapsed = time.perf_counter() - started
+        # evaluated: the held token, then each generated one but the last (unless it ended)
+        evaluated = len(done.tokens) + (done.finish_reason != "length")
+        held.extend(done.tokens)
+        if done.finish_reason != "length":  # an end-of-generation token: start again next round
+            held.clear()
+        return evaluated / elapsed
+
     def run() -> dict[str, list[float]]:
         contexts = {}
         try:
@@ -404,6 +430,7 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
                     for token in _random_tokens(rng, n_vocab, per_round):
                         decode(ctx, [token])
                     rates[name].append(per_round / (time.perf_counter() - started))
+                rates.setdefault("pack_loop", []).append(pack_loop(per_round))
             return rates
         finally:
             for ctx in contexts.values():
@@ -416,6 +443,8 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
         "real_shape_setup_bench_like_tok_s": median(rates["bench_like"]),
         "real_shape_snapshots_cost": paired(rates["pack"], rates["snapshots"]),
         "real_shape_pack_over_bench_like_setup": paired(rates["pack"], rates["bench_like"]),
+        "real_shape_setup_pack_loop_tok_s": median(rates["pack_loop"]),
+        "real_shape_pack_loop_over_bench_like_setup": paired(rates["pack_loop"], rates["bench_like"]),
     }
 
 

@@ -181,13 +181,17 @@ class LazyConstraint(_GrammarConstraint):
 
 
 class ModelTables:
-    """Per-model llguidance setup: its tokenizer and the end-of-generation token set."""
+    """Per-model llguidance setup: its tokenizer, the end-of-generation token set and each
+    token's length in bytes."""
 
-    def __init__(self, tokenizer: Any, eog: frozenset[int], n_vocab: int, seconds: float) -> None:
+    def __init__(
+        self, tokenizer: Any, eog: frozenset[int], n_vocab: int, seconds: float, lengths: list[int]
+    ) -> None:
         self.tokenizer = tokenizer
         self.eog = eog
         self.n_vocab = n_vocab
         self.seconds = seconds
+        self.lengths = lengths
 
 
 _TABLES: weakref.WeakKeyDictionary[Any, ModelTables] = weakref.WeakKeyDictionary()
@@ -261,7 +265,8 @@ def model_tables(llama: Any) -> ModelTables:
         tokenizer = llguidance.LLTokenizer.from_llamacpp(
             tokens=tokens, vocab_ptr=vocab, tokenize_fptr=tokenize, eos_token=eog, slices=None
         )
-        tables = ModelTables(tokenizer, frozenset(eog), n_vocab, time.perf_counter() - started)
+        lengths = [len(piece) for piece in tokens]
+        tables = ModelTables(tokenizer, frozenset(eog), n_vocab, time.perf_counter() - started, lengths)
         _TABLES[llama] = tables
         log.info("llguidance tables for a %d-token vocabulary built in %.2f s", n_vocab, tables.seconds)
         return tables
@@ -343,6 +348,8 @@ class LLGuidanceConstraint(Constraint):
         self._np = np
         self._eog = tables.eog
         self._n = tables.n_vocab
+        self._lengths = tables.lengths
+        self.spellings = Spellings()
         self.matcher = llguidance.LLMatcher(tables.tokenizer, gbnf_to_lark(gbnf), log_level=0)
         if self.matcher.is_error():
             raise ValueError(f"llguidance rejected the grammar: {self.matcher.get_error()}")
@@ -376,16 +383,32 @@ class LLGuidanceConstraint(Constraint):
     def accept(self, token: int) -> None:
         if not self.matcher.consume_token(token):
             raise GenerationError(f"llguidance refused token {token}: {self.matcher.get_error()}")
+        self.spellings.record(token, self._lengths[token])
 
     def draft(self, limit: int) -> list[int]:
-        """llguidance's fast-forward tokens: the canonical tokenization of the bytes the grammar
-        forces from here (a key, punctuation, the rest of an enum value), at most ``limit``, not
-        consumed. An end-of-generation token ends the run (it is sampled as usual)."""
-        tokens: list[int] = []
+        """The tokens the grammar forces from here (a key, punctuation, the rest of an enum value),
+        at most ``limit``, not consumed: the model's own spelling of these bytes where it wrote
+        them before in this generation (``Spellings``), else llguidance's canonical tokenization.
+        An end-of-generation token ends the run (it is sampled as usual)."""
+        if limit <= 0:
+            return []
         # llguidance computes the forced tokens from the forced bytes it found last: ask for those
         # first (compute_ff_tokens alone answers [] in llguidance 1.9)
-        if limit <= 0 or not self.matcher.compute_ff_bytes():
-            return tokens
+        forced = self.matcher.compute_ff_bytes()
+        if not forced:
+            return []
+        self.spellings.watch(forced)
+        spelled = self.spellings.get(forced)
+        if spelled:
+            valid = self.matcher.validate_tokens(spelled[:limit])
+            if valid:
+                return spelled[:valid]
+        return self._ff_tokens(limit)
+
+    def _ff_tokens(self, limit: int) -> list[int]:
+        """llguidance's fast-forward tokens: the canonical tokenization of the forced bytes
+        (``compute_ff_bytes`` must have been called in this state), at most ``limit``."""
+        tokens: list[int] = []
         for t in self.matcher.compute_ff_tokens()[:limit]:
             if t in self._eog:
                 break
@@ -393,13 +416,60 @@ class LLGuidanceConstraint(Constraint):
         return tokens
 
     def forced(self, limit: int) -> list[int]:
-        """``draft(limit)``, consumed at once: taken without asking the model."""
-        tokens = self.draft(limit)
+        """The canonical forced tokens, consumed at once: taken without asking the model."""
+        if limit <= 0 or not self.matcher.compute_ff_bytes():
+            return []
+        tokens = self._ff_tokens(limit)
         if tokens and not self.matcher.consume_tokens(tokens):  # cannot happen: they are forced
             raise GenerationError(f"llguidance refused its own forced tokens: {self.matcher.get_error()}")
         self.tokens += len(tokens)
         self.forced_tokens += len(tokens)
         return tokens
+
+
+class Spellings:
+    """How the model spelled, in this generation, the bytes the grammar forced: the tokens it
+    chose for each forced run, keyed by the run's bytes, so that the next draft of the same bytes
+    (the same key in the next panel, the same closing punctuation) is the model's own spelling and
+    not llguidance's canonical one, which the model may write otherwise (``"`` + ``panel`` against
+    ``"p`` + ``anel``) and so cut. Only a guess for exact jump-forward to verify: the output is
+    chosen row by row either way.
+
+    ``watch(run)`` starts recording a run where a draft begins; ``record(token, length)`` follows
+    each kept token; a run's spelling is stored once its tokens cover its bytes (those before a
+    token that reaches past the run's end, where one does)."""
+
+    LIMIT = 4096  # spellings kept, the oldest dropped first
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, list[int]] = {}
+        self._open: list[tuple[bytes, list[int], list[int]]] = []  # run, tokens, [bytes covered]
+
+    def get(self, run: bytes) -> list[int] | None:
+        return self._known.get(run)
+
+    def watch(self, run: bytes) -> None:
+        if all(open_run != run for open_run, _, _ in self._open):
+            self._open.append((run, [], [0]))
+
+    def record(self, token: int, length: int) -> None:
+        if not self._open:
+            return
+        still: list[tuple[bytes, list[int], list[int]]] = []
+        for run, tokens, covered in self._open:
+            covered[0] += length
+            if covered[0] < len(run):
+                tokens.append(token)
+                still.append((run, tokens, covered))
+                continue
+            if covered[0] == len(run):
+                tokens.append(token)
+            if tokens:
+                self._known.pop(run, None)
+                self._known[run] = tokens
+                if len(self._known) > self.LIMIT:
+                    del self._known[next(iter(self._known))]
+        self._open = still
 
 
 # ---------------------------------------------------------------------------------------- factory

@@ -22,11 +22,14 @@ import jsonschema
 import numpy as np
 import pytest
 
+import mangaka.llm.constrain as constrain
 import mangaka.llm.decode as decoding
 import mangaka.llm.inprocess as inprocess
 from mangaka.errors import Cancelled
 from mangaka.llm.base import PRESETS, CallContext
+from mangaka.llm.constrain import Spellings, make_constraint
 from mangaka.llm.decode import draft_limit
+from mangaka.llm.grammar import schema_to_gbnf
 from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
 from mangaka.screenplay.schema import cast_call_schema, script_call_schema
 
@@ -246,3 +249,84 @@ def test_cancel_between_batches_leaves_the_model_usable(arch, request):
         assert after <= seen["n"] < after + draft_limit(llm.model.llama) + 1
         again = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
         assert again.text == whole
+
+
+def test_a_forced_run_is_drafted_as_the_model_last_spelled_it(smollm2):
+    """Where the model wrote a forced run in other tokens than llguidance's canonical ones, the
+    next draft of the same bytes (the same key in the next item) is the model's own spelling."""
+    llm = LlamaCppLLM(smollm2, LoadOptions(n_ctx=512, n_threads=1))
+    llama = llm.model.llama
+    schema = {
+        "type": "array",
+        "minItems": 2,
+        "items": {
+            "type": "object",
+            "properties": {"speaker": {"enum": ["lin", "tan"]}},
+            "required": ["speaker"],
+            "additionalProperties": False,
+        },
+    }
+
+    def tokens(text: str) -> list[int]:
+        return llama.tokenize(text.encode(), add_bos=False, special=False)
+
+    with make_constraint("llguidance", llama, schema_to_gbnf(schema)) as constraint:
+        for t in tokens("[{ "):
+            constraint.accept(t)
+        run = constraint.matcher.compute_ff_bytes()
+        canonical = constraint.draft(16)
+        assert run == b'"speaker"' and run.startswith(llama.detokenize(canonical))
+        by_byte = [tokens(chr(b))[0] for b in run]  # the model writes it a byte at a time
+        assert by_byte[: len(canonical)] != canonical
+        for t in by_byte:
+            constraint.accept(t)
+        for t in tokens(': "lin"}, { '):
+            constraint.accept(t)
+        assert constraint.draft(16) == by_byte
+        assert constraint.draft(4) == by_byte[:4]  # the limit holds
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_models_own_spellings_cut_fewer_drafts(smollm2, threads, monkeypatch):
+    """On a trained model, which writes many keys in other tokens than llguidance's but the same
+    way each time, drafting its own spellings keeps more forced tokens and drops fewer rows than
+    drafting the canonical ones, writing the same text."""
+    runs = {}
+    for spelled in (True, False):
+        if not spelled:
+            monkeypatch.setattr(constrain.Spellings, "get", lambda self, run: None)
+        llm = LlamaCppLLM(smollm2, LoadOptions(n_ctx=4096, n_threads=threads), jump_forward="exact")
+        done = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=400)
+        dropped = sum(llm.last_draft_sizes) - llm.last_forced_tokens
+        runs[spelled] = (done.text, llm.last_forced_tokens, dropped)
+    log.warning("smollm2, %d threads: forced, dropped with spellings %s, canonical %s",
+                threads, runs[True][1:], runs[False][1:])  # fmt: skip
+    assert runs[True][0] == runs[False][0]
+    assert runs[True][1] > runs[False][1] and runs[True][2] < runs[False][2]
+
+
+def test_spellings_keep_the_tokens_within_the_run():
+    spellings = Spellings()
+    spellings.watch(b'"who"')
+    spellings.watch(b'"who"')  # one recording a run
+    for token, length in ((1, 1), (2, 3)):
+        spellings.record(token, length)
+    assert spellings.get(b'"who"') is None  # four of its five bytes so far
+    spellings.record(3, 2)  # `":` reaches past the run: the spelling stops before it
+    assert spellings.get(b'"who"') == [1, 2]
+    spellings.watch(b", ")
+    spellings.record(4, 2)
+    assert spellings.get(b", ") == [4]
+    spellings.watch(b"x")
+    spellings.record(5, 3)  # a first token past the run: nothing to keep
+    assert spellings.get(b"x") is None
+    spellings.watch(b'"who"')
+    for token in (6, 7, 8, 9, 10):
+        spellings.record(token, 1)
+    assert spellings.get(b'"who"') == [6, 7, 8, 9, 10]  # the latest spelling
+    small = Spellings()
+    small.LIMIT = 2
+    for run in (b"a", b"b", b"c"):
+        small.watch(run)
+        small.record(1, 1)
+    assert small.get(b"a") is None and small.get(b"b") == small.get(b"c") == [1]

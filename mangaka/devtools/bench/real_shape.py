@@ -346,14 +346,44 @@ def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
     }
 
 
+class _PackLoop:
+    """The pack's whole decoding loop (``mangaka.llm.decode.decode``, greedy, no schema: the
+    sampler, the library's bookkeeping, the abort check) on the loaded model's own context, a few
+    tokens a round, continuing from round to round."""
+
+    def __init__(self, raw: Any, rng: np.random.Generator) -> None:
+        self.raw, self.rng = raw, rng
+        self.held: list[int] = []  # the tokens the context holds, and the next one
+
+    def rate(self, n_tokens: int) -> float:
+        """Tokens/s of ``n_tokens`` more, each evaluated one at a time."""
+        from ...llm.base import PRESETS
+        from ...llm.decode import decode
+
+        raw, held = self.raw, self.held
+        if not held:  # a prompt as the bare contexts', evaluated before the clock starts
+            raw.reset()  # the next evaluation drops the memory from position 0 on
+            held.extend(_random_tokens(self.rng, raw.n_vocab(), SETUP_PROMPT + 1))
+            raw.eval(held[:-1])
+        started = time.perf_counter()
+        greedy = PRESETS["greedy"]
+        done = decode(raw, list(held), len(held) - 1, sampling=greedy, constraint=None, budget=n_tokens)
+        elapsed = time.perf_counter() - started
+        # evaluated: the held token, then each generated one but the last (unless it ended)
+        evaluated = len(done.tokens) + (done.finish_reason != "length")
+        held.extend(done.tokens)
+        if done.finish_reason != "length":  # an end-of-generation token: start again next round
+            held.clear()
+        return evaluated / elapsed
+
+
 def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     """Decoding on three contexts of the one loaded model, in alternating rounds, each of the
     tokens it needs: the pack's own setup (the loaded context's parameters: no recurrent-state
     snapshots by default), the same with ``SNAPSHOTS`` snapshots a sequence (``n_rs_seq``, how
     exact jump-forward rolled back until 2026-12-04), and llama-bench's (batch 2048, flash
     attention ``auto``, no snapshots); and in the same rounds the pack's whole decoding loop
-    (``mangaka.llm.decode.decode``, greedy, no schema: the sampler, the library's bookkeeping, the
-    abort check) on the loaded model's own context. Medians of the rounds, and three ratios of the
+    (``_PackLoop``) on the loaded model's own context. Medians of the rounds, and three ratios of the
     rounds' pairs: the pack's context ÷ with snapshots (what they would cost each decoded token),
     the pack's context ÷ llama-bench's setup, and the pack's decoding loop ÷ llama-bench's setup
     (what the pack gets of llama.cpp's own one-token loop, side by side)."""
@@ -391,28 +421,7 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
         if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(tokens))) != 0:
             raise MangakaError("bench real_shape: a decode failed on a context of the setups compared")
 
-    held: list[int] = []  # the tokens the loaded model's own context holds, and the next one
-
-    def pack_loop(n_tokens: int) -> float:
-        """Tokens/s of the pack's decoding loop on the loaded model's context, ``n_tokens`` more."""
-        from ...llm.base import PRESETS
-        from ...llm.decode import decode as pack_decode
-
-        if not held:  # a prompt as the contexts' above, evaluated before the clock starts
-            raw.reset()  # the next evaluation drops the memory from position 0 on
-            held.extend(_random_tokens(rng, n_vocab, SETUP_PROMPT + 1))
-            raw.eval(held[:-1])
-        started = time.perf_counter()
-        done = pack_decode(
-            raw, list(held), len(held) - 1, sampling=PRESETS["greedy"], constraint=None, budget=n_tokens
-        )
-        elapsed = time.perf_counter() - started
-        # evaluated: the held token, then each generated one but the last (unless it ended)
-        evaluated = len(done.tokens) + (done.finish_reason != "length")
-        held.extend(done.tokens)
-        if done.finish_reason != "length":  # an end-of-generation token: start again next round
-            held.clear()
-        return evaluated / elapsed
+    pack_loop = _PackLoop(raw, rng)
 
     def run() -> dict[str, list[float]]:
         contexts = {}
@@ -430,7 +439,7 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
                     for token in _random_tokens(rng, n_vocab, per_round):
                         decode(ctx, [token])
                     rates[name].append(per_round / (time.perf_counter() - started))
-                rates.setdefault("pack_loop", []).append(pack_loop(per_round))
+                rates.setdefault("pack_loop", []).append(pack_loop.rate(per_round))
             return rates
         finally:
             for ctx in contexts.values():

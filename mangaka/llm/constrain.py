@@ -443,26 +443,26 @@ class Spellings:
 
     def __init__(self) -> None:
         self._known: dict[bytes, list[int]] = {}
-        self._open: list[tuple[bytes, list[int], list[int]]] = []  # run, tokens, [bytes covered]
+        self._open: list[tuple[bytes, list[int], int]] = []  # run, its tokens so far, bytes covered
 
     def get(self, run: bytes) -> list[int] | None:
         return self._known.get(run)
 
     def watch(self, run: bytes) -> None:
         if all(open_run != run for open_run, _, _ in self._open):
-            self._open.append((run, [], [0]))
+            self._open.append((run, [], 0))
 
     def record(self, token: int, length: int) -> None:
         if not self._open:
             return
-        still: list[tuple[bytes, list[int], list[int]]] = []
+        still: list[tuple[bytes, list[int], int]] = []
         for run, tokens, covered in self._open:
-            covered[0] += length
-            if covered[0] < len(run):
+            covered += length
+            if covered < len(run):
                 tokens.append(token)
                 still.append((run, tokens, covered))
                 continue
-            if covered[0] == len(run):
+            if covered == len(run):
                 tokens.append(token)
             if tokens:
                 self._known.pop(run, None)

@@ -432,14 +432,14 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
                     raise MangakaError(f"bench real_shape: llama.cpp could not make the {name} context")
                 contexts[name] = ctx
                 decode(ctx, _random_tokens(rng, n_vocab, SETUP_PROMPT))
-            rates: dict[str, list[float]] = {name: [] for name in contexts}
+            rates: dict[str, list[float]] = {name: [] for name in [*contexts, "pack_loop"]}
             for _ in range(rounds):
                 for name, ctx in contexts.items():
                     started = time.perf_counter()
                     for token in _random_tokens(rng, n_vocab, per_round):
                         decode(ctx, [token])
                     rates[name].append(per_round / (time.perf_counter() - started))
-                rates.setdefault("pack_loop", []).append(pack_loop.rate(per_round))
+                rates["pack_loop"].append(pack_loop.rate(per_round))
             return rates
         finally:
             for ctx in contexts.values():

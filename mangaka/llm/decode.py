@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .base import Sampling
-from .native import import_llama_cpp
+from .native import gpu_offload, import_llama_cpp
 from .prefix import is_recurrent
 from .sampler import TokenSampler
 
@@ -65,6 +65,13 @@ DEFAULT_JUMP_FORWARD: JumpForward = "exact"
 # The longest draft a hybrid model verifies through a ``StateCheckpoint`` (a cut draft's rows are
 # evaluated again); the snapshots' count bounds it otherwise, a batch on attention-only models.
 MAX_DRAFT = 16
+# The longest draft where the model runs on the CPU: a verify batch of at most 7 rows. llama.cpp's
+# CPU backend multiplies K-quant weights by a batch of 8 rows or more in a tiled kernel that costs
+# as much at 8 rows as at 16 (measured on 2 cores, Qwen3.5-35B-A3B's shape at Q3_K_M, logits for
+# every row: 7 rows 5.1 single tokens, 8 rows 7.5, 16 rows 10.4), so a forced run longer than 6
+# tokens is verified in batches of 7 rows, each next one starting from the last one's logits
+# (docs/performance.md).
+CPU_MAX_DRAFT = 6
 
 
 _CONTROL: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -232,9 +239,22 @@ def draft_limit(llama: Any) -> int:
     """The longest draft exact jump-forward verifies in one batch on this model. A draft of d
     tokens is evaluated with the token before it (d + 1 rows) and at most d of them are dropped
     again: as many as the memory can drop (``rewind_limit``), or ``MAX_DRAFT`` where a
-    ``StateCheckpoint`` rolls a hybrid model back."""
+    ``StateCheckpoint`` rolls a hybrid model back; ``CPU_MAX_DRAFT`` unless the whole model,
+    output layer included, is offloaded to a GPU (``on_gpu``)."""
     limit = MAX_DRAFT if rolls_back_by_checkpoint(llama) else rewind_limit(llama)
+    if not on_gpu(llama):
+        limit = min(limit, CPU_MAX_DRAFT)
     return max(0, min(limit, int(llama.n_batch) - 1))
+
+
+def on_gpu(llama: Any) -> bool:
+    """True when every layer of the model, the output layer included, runs on a GPU: a build
+    that offloads, loaded with ``n_gpu_layers`` -1 or more than the model has layers."""
+    params = getattr(llama, "model_params", None)
+    if params is None or not gpu_offload():
+        return False
+    n_gpu_layers = int(params.n_gpu_layers)
+    return n_gpu_layers < 0 or n_gpu_layers > int(import_llama_cpp().llama_model_n_layer(llama.model))
 
 
 def _verify(

@@ -195,7 +195,10 @@ def test_exact_jump_forward_samples_what_one_token_at_a_time_samples(model, seed
 def test_a_hybrid_model_rolls_a_cut_draft_back(qwen35moe, rollback_tokens, monkeypatch):
     """Without recurrent-state snapshots (the default) a cut draft's rows are dropped by putting
     the state saved before the batch back and evaluating the kept tokens again; with snapshots,
-    through them. Either way the text is one token at a time's, and drafts were cut."""
+    through them. Either way the text is one token at a time's, and drafts were cut. Drafts as
+    long as a GPU verifies (the CPU's limit lifted), so that the checkpoint's go past the
+    snapshots' count."""
+    monkeypatch.setattr(decoding, "CPU_MAX_DRAFT", decoding.MAX_DRAFT)
     restored: list[int] = []
     restore = decoding.StateCheckpoint.restore
 
@@ -215,6 +218,31 @@ def test_a_hybrid_model_rolls_a_cut_draft_back(qwen35moe, rollback_tokens, monke
         assert restored == [] and max(drafts) <= rollback_tokens
     else:
         assert restored and max(drafts) > 8  # longer than the snapshots would allow
+
+
+@pytest.mark.parametrize("arch", ["qwen35moe", "qwen3moe", "smollm2"])
+def test_on_the_cpu_a_verify_batch_stays_under_the_tiled_kernels_eight_rows(arch, request, monkeypatch):
+    """On the CPU a draft is at most ``CPU_MAX_DRAFT`` tokens (a batch of 7 rows: llama.cpp
+    multiplies K-quant weights by 8 rows or more in a tiled kernel that costs as much at 8 rows
+    as at 16); a forced run longer than that is verified in several batches, and the text is
+    the same. Fully offloaded to a GPU the limit is the memory's (a stand-in: the build's offload
+    support and the load's ``n_gpu_layers`` are what decides)."""
+    llm = LlamaCppLLM(request.getfixturevalue(arch), OPTIONS, jump_forward="exact")
+    llama = llm.model.llama
+    assert not decoding.on_gpu(llama) and draft_limit(llama) == decoding.CPU_MAX_DRAFT == 6
+    done = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
+    assert max(llm.last_draft_sizes) == decoding.CPU_MAX_DRAFT  # the keys' runs are longer
+    monkeypatch.setattr(decoding, "CPU_MAX_DRAFT", decoding.MAX_DRAFT)
+    longer = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
+    assert max(llm.last_draft_sizes) > 6
+    assert longer.text == done.text or arch == "smollm2"  # a batch's rounding may flip a near tie
+    monkeypatch.setattr(decoding, "CPU_MAX_DRAFT", 6)
+    monkeypatch.setattr(decoding, "gpu_offload", lambda: True)
+    layers = int(decoding.import_llama_cpp().llama_model_n_layer(llama.model))
+    for n_gpu_layers, whole in ((0, False), (layers, False), (layers + 1, True), (-1, True)):
+        monkeypatch.setattr(llama.model_params, "n_gpu_layers", n_gpu_layers)
+        assert decoding.on_gpu(llama) is whole
+        assert (draft_limit(llama) > 6) is whole
 
 
 @pytest.mark.parametrize("mode", ["exact", "canonical"])

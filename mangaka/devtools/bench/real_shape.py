@@ -35,7 +35,7 @@ DEPTH_TOKENS = 16  # tokens decoded one at a time at each context depth
 # Rounds of the script call's three modes (free, off, exact), back to back, medians reported: on
 # the development VM one round gave exact ÷ free 1.09 on one full run and 1.18 on the next.
 SCRIPT_ROUNDS = 3
-BATCH_ROWS = (1, 2, 4, 8, 16)  # rows of the verify batches timed (exact jump-forward drafts ≤ 16)
+BATCH_ROWS = (1, 2, 4, 7, 8, 16)  # verify batches timed: drafts ≤ 6 on the CPU (7 rows), ≤ 16 on a GPU
 BATCH_CONTEXT = 256  # tokens of context before each timed batch
 # The context setups compared in one process (_context_setups): rounds of SETUP_TOKENS decodes on
 # each in turn after SETUP_PROMPT tokens; the VM's speed moves by a fifth between seconds, so only

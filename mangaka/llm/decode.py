@@ -16,7 +16,8 @@ Jump-forward (``jump_forward``; the llguidance engine only, others decode one to
 - ``"exact"`` (default): after each sampled token, the tokens the grammar forces next (keys,
   punctuation, the rest of an enum value; spelled as the model spelled the same bytes earlier in
   the call, else as llguidance tokenizes them: ``constrain.Spellings``) are evaluated with it in
-  one batch, logits for every row, and verified row by row: each is kept while it is the token the
+  one batch (at most ``CPU_MAX_DRAFT`` + 1 rows on the CPU), logits for every row, and verified
+  row by row: each is kept while it is the token the
   sampler itself chooses there (grammar applied, as one token at a time would); at the first other
   choice the rest is dropped from the memory and that choice is the next token. The choices are
   those of one token at a time, from logits that differ only by floating-point noise: llama.cpp's

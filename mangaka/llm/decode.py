@@ -17,9 +17,9 @@ Jump-forward (``jump_forward``; the llguidance engine only, others decode one to
   punctuation, the rest of an enum value; spelled as the model spelled the same bytes earlier in
   the call, else as llguidance tokenizes them: ``constrain.Spellings``) are evaluated with it in
   one batch (at most ``CPU_MAX_DRAFT`` + 1 rows on the CPU), logits for every row, and verified
-  row by row: each is kept while it is the token the
-  sampler itself chooses there (grammar applied, as one token at a time would); at the first other
-  choice the rest is dropped from the memory and that choice is the next token. The choices are
+  row by row: each is kept while it is the token the sampler itself chooses there (grammar
+  applied, as one token at a time would); at the first other choice the rest is dropped from the
+  memory and that choice is the next token. The choices are
   those of one token at a time, from logits that differ only by floating-point noise: llama.cpp's
   CPU kernels sum a batch's rows in another order than a single token's (over a long prompt, as
   much as a prompt evaluated in one batch differs from the same tokens decoded one by one). Greedy

@@ -224,18 +224,18 @@ def test_a_hybrid_model_rolls_a_cut_draft_back(qwen35moe, rollback_tokens, monke
 def test_on_the_cpu_a_verify_batch_stays_under_the_tiled_kernels_eight_rows(arch, request, monkeypatch):
     """On the CPU a draft is at most ``CPU_MAX_DRAFT`` tokens (a batch of 7 rows: llama.cpp
     multiplies K-quant weights by 8 rows or more in a tiled kernel that costs as much at 8 rows
-    as at 16); a forced run longer than that is verified in several batches, and the text is
-    the same. Fully offloaded to a GPU the limit is the memory's (a stand-in: the build's offload
-    support and the load's ``n_gpu_layers`` are what decides)."""
+    as at 16); a forced run longer than that is verified in several batches (that each batch
+    writes what one token at a time writes is the tests above). Fully offloaded to a GPU the
+    limit is the memory's (a stand-in: the build's offload support and the load's
+    ``n_gpu_layers`` are what decides)."""
     llm = LlamaCppLLM(request.getfixturevalue(arch), OPTIONS, jump_forward="exact")
     llama = llm.model.llama
     assert not decoding.on_gpu(llama) and draft_limit(llama) == decoding.CPU_MAX_DRAFT == 6
-    done = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
+    llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
     assert max(llm.last_draft_sizes) == decoding.CPU_MAX_DRAFT  # the keys' runs are longer
     monkeypatch.setattr(decoding, "CPU_MAX_DRAFT", decoding.MAX_DRAFT)
-    longer = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
+    llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=3000)
     assert max(llm.last_draft_sizes) > 6
-    assert longer.text == done.text or arch == "smollm2"  # a batch's rounding may flip a near tie
     monkeypatch.setattr(decoding, "CPU_MAX_DRAFT", 6)
     monkeypatch.setattr(decoding, "gpu_offload", lambda: True)
     layers = int(decoding.import_llama_cpp().llama_model_n_layer(llama.model))

@@ -64,7 +64,7 @@ class Constraint:
     def __init__(self) -> None:
         self.tokens = 0
         self.full_passes = 0
-        self.forced_tokens = 0  # of ``tokens``, those the grammar forced (jump-forward)
+        self.forced_tokens = 0  # of ``tokens``, those kept from a jump-forward draft (``Usage``)
         self.draft_sizes: list[int] = []  # exact jump-forward: the draft tokens of each verified batch
         self.redone_rows: list[int] = []  # the rows evaluated again after each cut draft's rollback
 
@@ -350,6 +350,7 @@ class LLGuidanceConstraint(Constraint):
         self._n = tables.n_vocab
         self._lengths = tables.lengths
         self.spellings = Spellings()
+        self._last: Before = (None, None)  # the last two tokens accepted
         self.matcher = llguidance.LLMatcher(tables.tokenizer, gbnf_to_lark(gbnf), log_level=0)
         if self.matcher.is_error():
             raise ValueError(f"llguidance rejected the grammar: {self.matcher.get_error()}")
@@ -384,12 +385,14 @@ class LLGuidanceConstraint(Constraint):
         if not self.matcher.consume_token(token):
             raise GenerationError(f"llguidance refused token {token}: {self.matcher.get_error()}")
         self.spellings.record(token, self._lengths[token])
+        self._last = (self._last[1], token)
 
     def draft(self, limit: int) -> list[int]:
         """The tokens the grammar forces from here (a key, punctuation, the rest of an enum value),
         at most ``limit``, not consumed: the model's own spelling of these bytes where it wrote
-        them before in this generation (``Spellings``), else llguidance's canonical tokenization.
-        An end-of-generation token ends the run (it is sampled as usual)."""
+        them before in this generation (``Spellings``; its last token may reach past them, as the
+        model wrote it), else llguidance's canonical tokenization. An end-of-generation token
+        ends the run (it is sampled as usual)."""
         if limit <= 0:
             return []
         # llguidance computes the forced tokens from the forced bytes it found last: ask for those
@@ -397,8 +400,8 @@ class LLGuidanceConstraint(Constraint):
         forced = self.matcher.compute_ff_bytes()
         if not forced:
             return []
-        self.spellings.watch(forced)
-        spelled = self.spellings.get(forced)
+        self.spellings.watch(forced, self._last)
+        spelled = self.spellings.get(forced, self._last)
         if spelled:
             valid = self.matcher.validate_tokens(spelled[:limit])
             if valid:
@@ -427,48 +430,65 @@ class LLGuidanceConstraint(Constraint):
         return tokens
 
 
+Before = tuple[int | None, int | None]  # the two tokens before a forced run, the last one second
+
+
 class Spellings:
     """How the model spelled, in this generation, the bytes the grammar forced: the tokens it
-    chose for each forced run, keyed by the run's bytes, so that the next draft of the same bytes
-    (the same key in the next panel, the same closing punctuation) is the model's own spelling and
-    not llguidance's canonical one, which the model may write otherwise (``"`` + ``panel`` against
-    ``"p`` + ``anel``) and so cut. Only a guess for exact jump-forward to verify: the output is
-    chosen row by row either way.
+    chose for each forced run, so that the next draft of the same bytes (the same key in the next
+    panel, the same closing punctuation) is the model's own spelling and not llguidance's
+    canonical one, which the model may write otherwise (``"`` + ``panel`` against ``"p`` +
+    ``anel``) and so cut. Only a guess for exact jump-forward to verify: the output is chosen row
+    by row either way.
 
-    ``watch(run)`` starts recording a run where a draft begins; ``record(token, length)`` follows
-    each kept token; a run's spelling is stored once its tokens cover its bytes (those before a
-    token that reaches past the run's end, where one does)."""
+    A spelling runs to the token that ends the run, or to the one that reaches past its end
+    (``":`` where only ``"`` is forced, a space being allowed before ``:``): a model that wrote
+    that token once tends to write it again, and a draft that stopped at the run's end would be
+    cut there. Each spelling is kept under the run's bytes and under the two tokens before them,
+    since a model spells the same bytes one way in one place and another way in another (``,`` +
+    `` "`` after a quote, ``,"`` after a space); a draft prefers the spelling of its own place,
+    and first of all the rest of a longer run the model is writing as it wrote it before (a draft
+    cut short by its limit, the token after it sampled).
+
+    ``watch(run, before)`` starts recording a run where a draft begins, ``before`` the two tokens
+    before it; ``record(token, length)`` follows each kept token."""
 
     LIMIT = 4096  # spellings kept, the oldest dropped first
 
     def __init__(self) -> None:
-        self._known: dict[bytes, list[int]] = {}
-        self._open: list[tuple[bytes, list[int], int]] = []  # run, its tokens so far, bytes covered
+        self._known: dict[tuple[Before | None, bytes], list[int]] = {}
+        # run, the tokens before it, its tokens so far, bytes covered
+        self._open: list[tuple[bytes, Before | None, list[int], int]] = []
 
-    def get(self, run: bytes) -> list[int] | None:
-        return self._known.get(run)
+    def get(self, run: bytes, before: Before | None = None) -> list[int] | None:
+        """The model's spelling of ``run`` after the tokens ``before``: the rest of a longer run
+        the model is writing as it wrote it before, else the spelling of ``run`` after
+        ``before``, else of ``run`` anywhere."""
+        for open_run, open_before, tokens, _ in self._open:
+            known = self._known.get((open_before, open_run)) or self._known.get((None, open_run))
+            if known is not None and len(tokens) < len(known) and known[: len(tokens)] == tokens:
+                return known[len(tokens) :]
+        return self._known.get((before, run)) or self._known.get((None, run))
 
-    def watch(self, run: bytes) -> None:
-        if all(open_run != run for open_run, _, _ in self._open):
-            self._open.append((run, [], 0))
+    def watch(self, run: bytes, before: Before | None = None) -> None:
+        if all(open_run != run for open_run, _, _, _ in self._open):
+            self._open.append((run, before, [], 0))
 
     def record(self, token: int, length: int) -> None:
         if not self._open:
             return
-        still: list[tuple[bytes, list[int], int]] = []
-        for run, tokens, covered in self._open:
+        still: list[tuple[bytes, Before | None, list[int], int]] = []
+        for run, before, tokens, covered in self._open:
             covered += length
+            tokens.append(token)  # the last one: the token that ends the run or reaches past it
             if covered < len(run):
-                tokens.append(token)
-                still.append((run, tokens, covered))
+                still.append((run, before, tokens, covered))
                 continue
-            if covered == len(run):
-                tokens.append(token)
-            if tokens:
-                self._known.pop(run, None)
-                self._known[run] = tokens
-                if len(self._known) > self.LIMIT:
-                    del self._known[next(iter(self._known))]
+            for key in {(None, run), (before, run)}:
+                self._known.pop(key, None)
+                self._known[key] = tokens
+            while len(self._known) > self.LIMIT:
+                del self._known[next(iter(self._known))]
         self._open = still
 
 

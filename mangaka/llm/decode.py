@@ -15,20 +15,20 @@ Jump-forward (``jump_forward``; the llguidance engine only, others decode one to
 
 - ``"exact"`` (default): after each sampled token, the tokens the grammar forces next (keys,
   punctuation, the rest of an enum value; spelled as the model spelled the same bytes earlier in
-  the call, else as llguidance tokenizes them: ``constrain.Spellings``) are evaluated with it in
-  one batch (at most ``CPU_MAX_DRAFT`` + 1 rows on the CPU), logits for every row, and verified
-  row by row: each is kept while it is the token the sampler itself chooses there (grammar
-  applied, as one token at a time would); at the first other choice the rest is dropped from the
-  memory and that choice is the next token. The choices are
-  those of one token at a time, from logits that differ only by floating-point noise: llama.cpp's
-  CPU kernels sum a batch's rows in another order than a single token's (over a long prompt, as
-  much as a prompt evaluated in one batch differs from the same tokens decoded one by one). Greedy
-  output changes only where that flips a near tie; seeded sampling draws another sample of the
-  same distribution. The rows after the first other choice are dropped from the memory: an
-  attention cache drops positions; a hybrid or recurrent model's state (``qwen35moe``'s Gated
-  DeltaNet layers) cannot, so it is saved before each verify batch (``StateCheckpoint``, one copy
-  of the recurrent state, about 63 MB on Qwen3.5-35B-A3B) and, where the draft was cut, put back
-  and the kept tokens evaluated again. Loaded with recurrent-state snapshots
+  the call, up to the token that reached past them, else as llguidance tokenizes them:
+  ``constrain.Spellings``) are evaluated with it in one batch (at most ``CPU_MAX_DRAFT`` + 1 rows
+  on the CPU), logits for every row, and verified row by row: each is kept while it is the token
+  the sampler itself chooses there (grammar applied, as one token at a time would); at the first
+  other choice the rest is dropped from the memory and that choice is the next token. The choices
+  are those of one token at a time, from logits that differ only by floating-point noise:
+  llama.cpp's CPU kernels sum a batch's rows in another order than a single token's (over a long
+  prompt, as much as a prompt evaluated in one batch differs from the same tokens decoded one by
+  one). Greedy output changes only where that flips a near tie; seeded sampling draws another
+  sample of the same distribution. The rows after the first other choice are dropped from the
+  memory: an attention cache drops positions; a hybrid or recurrent model's state (``qwen35moe``'s
+  Gated DeltaNet layers) cannot, so it is saved before each verify batch (``StateCheckpoint``, one
+  copy of the recurrent state, about 63 MB on Qwen3.5-35B-A3B) and, where the draft was cut, put
+  back and the kept tokens evaluated again. Loaded with recurrent-state snapshots
   (``LoadOptions.rollback_tokens`` > 0) it rolls back through them instead, drafts no longer than
   they are many; the snapshots slow every decoded token (docs/performance.md).
 - ``"canonical"``: the forced tokens are taken as llguidance tokenizes them, unverified, logits

@@ -279,21 +279,19 @@ def test_cancel_between_batches_leaves_the_model_usable(arch, request):
         assert again.text == whole
 
 
+def _items_schema(key: str, values: list[str]) -> dict:
+    """An array of at least two objects, each one ``key`` with one of ``values``."""
+    properties = {key: {"enum": values}}
+    item = {"type": "object", "properties": properties, "required": [key], "additionalProperties": False}
+    return {"type": "array", "minItems": 2, "items": item}
+
+
 def test_a_forced_run_is_drafted_as_the_model_last_spelled_it(smollm2):
     """Where the model wrote a forced run in other tokens than llguidance's canonical ones, the
     next draft of the same bytes (the same key in the next item) is the model's own spelling."""
     llm = LlamaCppLLM(smollm2, LoadOptions(n_ctx=512, n_threads=1))
     llama = llm.model.llama
-    schema = {
-        "type": "array",
-        "minItems": 2,
-        "items": {
-            "type": "object",
-            "properties": {"speaker": {"enum": ["lin", "tan"]}},
-            "required": ["speaker"],
-            "additionalProperties": False,
-        },
-    }
+    schema = _items_schema("speaker", ["lin", "tan"])
 
     def tokens(text: str) -> list[int]:
         return llama.tokenize(text.encode(), add_bos=False, special=False)
@@ -314,6 +312,29 @@ def test_a_forced_run_is_drafted_as_the_model_last_spelled_it(smollm2):
         assert constraint.draft(4) == by_byte[:4]  # the limit holds
 
 
+def test_a_token_that_reached_past_a_forced_run_is_drafted_again(smollm2):
+    """Where ``"}`` is forced (the array may go on or end after it), llguidance drafts nothing (a
+    longer token, ``"},`` or ``"}]``, may begin with those bytes); once the model wrote ``"},``
+    across the run's end, the next draft of those bytes is ``"},``."""
+    llm = LlamaCppLLM(smollm2, LoadOptions(n_ctx=512, n_threads=1))
+    llama = llm.model.llama
+    schema = _items_schema("who", ["lin", "tan", "mei"])
+
+    def tokens(text: str) -> list[int]:
+        return llama.tokenize(text.encode(), add_bos=False, special=False)
+
+    (across,) = tokens('"},')
+    with make_constraint("llguidance", llama, schema_to_gbnf(schema)) as constraint:
+        for t in tokens('[{"who": "lin'):
+            constraint.accept(t)
+        assert constraint.matcher.compute_ff_bytes() == b'"}'
+        assert constraint.draft(16) == []
+        constraint.accept(across)
+        for t in tokens(' {"who": "tan'):
+            constraint.accept(t)
+        assert constraint.draft(16) == [across]
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_the_models_own_spellings_cut_fewer_drafts(smollm2, threads, monkeypatch):
     """On a trained model, which writes many keys in other tokens than llguidance's but the same
@@ -322,7 +343,7 @@ def test_the_models_own_spellings_cut_fewer_drafts(smollm2, threads, monkeypatch
     runs = {}
     for spelled in (True, False):
         if not spelled:
-            monkeypatch.setattr(constrain.Spellings, "get", lambda self, run: None)
+            monkeypatch.setattr(constrain.Spellings, "get", lambda self, run, before=None: None)
         llm = LlamaCppLLM(smollm2, LoadOptions(n_ctx=4096, n_threads=threads), jump_forward="exact")
         done = llm.complete(MESSAGES, schema=SCHEMAS["script"], sampling=PRESETS["greedy"], max_tokens=400)
         dropped = sum(llm.last_draft_sizes) - llm.last_forced_tokens
@@ -333,25 +354,57 @@ def test_the_models_own_spellings_cut_fewer_drafts(smollm2, threads, monkeypatch
     assert runs[True][1] > runs[False][1] and runs[True][2] < runs[False][2]
 
 
-def test_spellings_keep_the_tokens_within_the_run():
+def test_a_spelling_runs_to_the_token_that_ends_the_run_or_reaches_past_it():
     spellings = Spellings()
     spellings.watch(b'"who"')
     spellings.watch(b'"who"')  # one recording a run
     for token, length in ((1, 1), (2, 3)):
         spellings.record(token, length)
     assert spellings.get(b'"who"') is None  # four of its five bytes so far
-    spellings.record(3, 2)  # `":` reaches past the run: the spelling stops before it
-    assert spellings.get(b'"who"') == [1, 2]
+    spellings.record(3, 2)  # `":` reaches past the run: the model writes it there again
+    assert spellings.get(b'"who"') == [1, 2, 3]
     spellings.watch(b", ")
     spellings.record(4, 2)
     assert spellings.get(b", ") == [4]
     spellings.watch(b"x")
-    spellings.record(5, 3)  # a first token past the run: nothing to keep
-    assert spellings.get(b"x") is None
+    spellings.record(5, 3)  # a first token past the run
+    assert spellings.get(b"x") == [5]
     spellings.watch(b'"who"')
     for token in (6, 7, 8, 9, 10):
         spellings.record(token, 1)
     assert spellings.get(b'"who"') == [6, 7, 8, 9, 10]  # the latest spelling
+
+
+def test_a_spelling_is_drafted_where_the_model_wrote_it():
+    """The same bytes, spelled one way after one pair of tokens and another way after another: a
+    draft takes the spelling of its own place, else the latest anywhere; and where the model is
+    writing a longer run as it wrote it before (a draft cut short by its limit, then a sampled
+    token), the rest of that run's spelling comes first."""
+    spellings = Spellings()
+    spellings.watch(b",", (7, 8))
+    spellings.record(9, 2)  # `,"` after 7, 8
+    spellings.watch(b",", (1, 2))
+    spellings.record(10, 1)  # `,` after 1, 2
+    assert spellings.get(b",", (7, 8)) == [9]
+    assert spellings.get(b",", (1, 2)) == [10]
+    assert spellings.get(b",", (3, 4)) == [10]  # a new place: the latest
+    spellings.watch(b'er"', (5, 6))
+    spellings.record(11, 3)
+    assert spellings.get(b'er"', (5, 6)) == [11]
+    spellings.watch(b'"speaker"', (5, 6))
+    for token, length in ((20, 1), (21, 3), (22, 2), (23, 3)):
+        spellings.record(token, length)
+    spellings.watch(b'"speaker"', (5, 6))
+    spellings.record(20, 1)
+    spellings.record(21, 3)  # the draft's limit
+    spellings.record(22, 2)  # sampled
+    assert spellings.get(b'er"', (5, 6)) == [23]  # the rest of the longer run, not `er"` alone
+    spellings.watch(b'er"', (5, 6))
+    spellings.record(24, 1)  # written otherwise: the longer run's spelling no longer applies
+    assert spellings.get(b'r"', (5, 6)) is None
+
+
+def test_spellings_keep_the_latest_ones_up_to_their_limit():
     small = Spellings()
     small.LIMIT = 2
     for run in (b"a", b"b", b"c"):

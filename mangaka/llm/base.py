@@ -57,7 +57,8 @@ class Usage:
     completion_tokens: int = 0
     # Prompt tokens actually decoded this call (the rest came from a reused prefix).
     prompt_tokens_decoded: int = 0
-    # Of the completion tokens, those the grammar forced (jump-forward; 0 where the backend cannot tell).
+    # Of the completion tokens, those the grammar forced, kept from a jump-forward draft (a draft's last
+    # token may reach past the forced bytes, as the model wrote it before); 0 where the backend cannot tell.
     forced_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:

@@ -262,7 +262,7 @@ def check_lora_file(lora: str | Path, architecture: str, model_name: str) -> GGU
 class RoomRequest:
     """What a model about to load will hold, for the host to make room first (``on_load``): the
     weights (the file), the KV cache at the context it loads with, the recurrent state with its
-    rollback snapshots and the compute buffer's logits; ``where``: on the GPU or in RAM."""
+    rollback snapshots and the compute buffer (logits, attention); ``where``: on the GPU or in RAM."""
 
     model: str
     where: Placement
@@ -307,7 +307,7 @@ def room_request(path: Path, info: GGUFInfo, options: LoadOptions, n_ctx: int | 
         weights=path.stat().st_size,
         kv_cache=kv_cache_bytes(info, n_ctx),
         recurrent=recurrent_state_bytes(info) * recurrent_copies(info, options),
-        compute=compute_buffer_bytes(info, min(options.n_batch, n_ctx)),
+        compute=compute_buffer_bytes(info, min(options.n_batch, n_ctx), n_ctx, options.flash_attn != "off"),
     )
 
 

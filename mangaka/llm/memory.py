@@ -47,12 +47,22 @@ def kv_cache_bytes(info: GGUFInfo, n_ctx: int) -> int:
 N_UBATCH = 512
 
 
-def compute_buffer_bytes(info: GGUFInfo, n_batch: int) -> int:
-    """Bytes of llama.cpp's compute buffer that grow with the vocabulary: the float32 logits of
-    one micro-batch (``min(n_batch, 512)`` outputs × the vocabulary), reserved when the context
-    is made. At Qwen3.5's 248,320 tokens: 485 MiB, nearly all of the 503 MiB buffer llama.cpp
-    reports for its shape (``bench --only real_shape``)."""
-    return min(n_batch, N_UBATCH) * (info.vocab_size or 0) * 4
+def compute_buffer_bytes(info: GGUFInfo, n_batch: int, n_ctx: int = 0, flash_attn: bool = True) -> int:
+    """Bytes of llama.cpp's compute buffer, reserved when the context is made: the larger of the
+    float32 logits of one micro-batch (``min(n_batch, 512)`` outputs × the vocabulary) and what
+    attention holds for that micro-batch over ``n_ctx`` tokens of context. With flash attention
+    that is the float16 mask (micro-batch × context); without, one layer's float32 scores for
+    every head and the float32 mask (micro-batch × context × (heads + 1)), which outgrows the
+    logits at long contexts. At Qwen3.5's shape (248,320 tokens, 16 heads): 485 MiB, nearly all
+    of the 497-505 MiB llama.cpp reports at 1k-32k tokens with flash attention; without it 1,088
+    MiB at 32k tokens, 1,130 reported (``docs/performance.md``). ``flash_attn``: on, or ``auto``,
+    which llama.cpp turns on on the CPU and CUDA."""
+    rows = min(n_batch, N_UBATCH)
+    logits = rows * (info.vocab_size or 0) * 4
+    if flash_attn:
+        return max(logits, rows * n_ctx * 2)
+    heads = _hparam(info, "attention.head_count", 1)
+    return max(logits, rows * n_ctx * 4 * (heads + 1))
 
 
 def recurrent_state_bytes(info: GGUFInfo) -> int:

@@ -4,6 +4,7 @@ and where, freeing the least recently used for room, ``release after each run``.
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 
@@ -25,13 +26,13 @@ def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):
     model = llm.model
     assert model.placement == "ram"  # gpu_layers 0
     state = recurrent_state_bytes(model.info)  # and the recurrent state, with its checkpoint copy
-    logits = compute_buffer_bytes(model.info, min(SMALL.n_batch, model.n_ctx))  # one micro-batch's
+    compute = compute_buffer_bytes(model.info, min(SMALL.n_batch, model.n_ctx), model.n_ctx)  # llama.cpp's
     assert (
         model.size_bytes
         == qwen35moe.stat().st_size
         + kv_cache_bytes(model.info, model.n_ctx)
         + state * (2 if SMALL.rollback_tokens == 0 else 1 + SMALL.rollback_tokens)
-        + logits
+        + compute
     )
     assert resident_models("ram") == [model] and resident_models("gpu") == []
     assert loaded_bytes() == loaded_bytes("ram") == model.size_bytes and loaded_bytes("gpu") == 0
@@ -83,3 +84,33 @@ def test_release_after_each_run_frees_the_model_and_keep_loaded_does_not(qwen35m
 def test_an_unknown_memory_mode_names_the_choices(qwen35moe):
     with pytest.raises(MangakaError, match="memory must be one of: keep loaded, release after each run"):
         LlamaCppLLM(qwen35moe, SMALL, memory="sometimes")
+
+
+@pytest.mark.parametrize("flash_attn", ["auto", "off"])
+def test_the_compute_estimate_is_what_llama_cpp_reserves(qwen35moe, flash_attn):
+    """llama.cpp's own compute buffer (from its log, in a process of its own) against ours: the
+    logits at a short context; at the model's whole context, with flash attention off, one
+    layer's scores for every head, which outgrow the logits (ours took the logits alone)."""
+    import subprocess
+    import sys
+
+    from mangaka.llm.loading import LoadOptions, gguf_header, room_request
+
+    code = (
+        "import sys, llama_cpp\n"
+        "llama_cpp.Llama(sys.argv[1], n_ctx=int(sys.argv[2]), n_batch=512, n_threads=1, verbose=True,"
+        " flash_attn=sys.argv[3] != 'off')\n"
+    )
+    info = gguf_header(qwen35moe)
+    for n_ctx in (512, 4096):
+        run = subprocess.run(
+            [sys.executable, "-c", code, str(qwen35moe), str(n_ctx), flash_attn],
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        reported = re.findall(r"compute buffer size =\s*([\d.]+) MiB", run.stderr)
+        assert len(reported) == 1, run.stderr[-2000:]
+        held = float(reported[0]) * 2**20
+        options = LoadOptions(n_ctx=n_ctx, n_threads=1, flash_attn=flash_attn)
+        ours = room_request(qwen35moe, info, options, n_ctx).compute
+        # Within a tenth, and 2 MiB of the small model's other activations.
+        assert abs(held - ours) <= 0.1 * held + 2 * 2**20, (n_ctx, held / 2**20, ours / 2**20)

@@ -69,9 +69,16 @@ def test_an_llm_and_a_checkpoint_fit_together_alone_or_not_at_all():
     assert not small.fits and not small.fits_alone
 
 
-def test_the_compute_estimate_is_one_micro_batch_of_logits(tmp_path: Path):
+def test_the_compute_estimate_is_one_micro_batch_of_logits_or_of_attention(tmp_path: Path):
     info = read_gguf_info(write_model(tmp_path / "m.gguf", vocab_size=1000))
     assert info.vocab_size == 1000
     assert compute_buffer_bytes(info, 64) == 64 * 1000 * 4
     # llama-cpp-python decodes at most 512 tokens a graph, whatever the batch.
     assert compute_buffer_bytes(info, 2048) == 512 * 1000 * 4
+    # At a long context attention holds more: with flash attention the float16 mask, without it
+    # one layer's float32 scores for every head and the float32 mask.
+    heads = info.metadata[f"{info.architecture}.attention.head_count"]
+    assert compute_buffer_bytes(info, 512, 1000) == 512 * 1000 * 4  # the logits still
+    assert compute_buffer_bytes(info, 512, 32768) == 512 * 32768 * 2
+    assert compute_buffer_bytes(info, 512, 32768, flash_attn=False) == 512 * 32768 * 4 * (heads + 1)
+    assert compute_buffer_bytes(info, 512, 100, flash_attn=False) == 512 * 1000 * 4

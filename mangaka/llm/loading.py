@@ -59,6 +59,13 @@ ROLLBACK_RANGE = (0, 64)
 # Hybrid architectures whose recurrent memory llama.cpp can roll back by a few tokens (from
 # per-token snapshots), of those the pack loads; attention-only ones drop positions freely.
 ROLLBACK_ARCHITECTURES = frozenset({"qwen35moe"})
+# Architectures whose attention llama.cpp's CPU flash-attention kernel runs slower than its plain
+# path: ``auto`` loads them with flash attention off when no layer is offloaded
+# (``flash_attn_mode``). Measured on Qwen3.5-35B-A3B's shape, one process, alternating
+# (docs/performance.md): off decodes 1.03x as fast at 1k tokens of context, 1.12x at 4k, 1.25x at
+# 8k, and prefills as fast; on SmolLM2 off also decodes faster but prefills slower, on gemma-3 it
+# is slower throughout, so the rule is per architecture.
+CPU_FLASH_ATTN_OFF = frozenset({"qwen35moe"})
 
 
 def _check_whole(label: str, value: Any, bounds: tuple[int, int], meaning: str = "") -> None:
@@ -83,7 +90,7 @@ class LoadOptions:
     n_ctx: int = LOAD_OPTIONS["n_ctx"].default
     n_gpu_layers: int = LOAD_OPTIONS["n_gpu_layers"].default  # -1: all layers (a CPU build: none)
     n_threads: int = LOAD_OPTIONS["n_threads"].default  # 0: every core (llama-cpp-python's: half)
-    flash_attn: FlashAttn = LOAD_OPTIONS["flash_attn"].default  # auto: llama.cpp decides per device
+    flash_attn: FlashAttn = LOAD_OPTIONS["flash_attn"].default  # auto: see flash_attn_mode
     n_batch: int = 512
     # recurrent-state snapshots a sequence keeps (llama.cpp's n_rs_seq) on hybrid models that
     # support rolling back (qwen35moe): exact jump-forward then drops a cut draft's rows through
@@ -297,6 +304,19 @@ def recurrent_copies(info: GGUFInfo, options: LoadOptions) -> int:
     return 1 + max(1, _rollback(info, options))
 
 
+def flash_attn_mode(info: GGUFInfo, options: LoadOptions) -> FlashAttn:
+    """The flash-attention mode a load asks llama.cpp for: ``options.flash_attn``, except that
+    ``auto`` is off for an architecture in ``CPU_FLASH_ATTN_OFF`` with no layer on a GPU (a
+    CPU-only build, or ``n_gpu_layers`` 0). With any layer offloaded llama.cpp's own ``auto``."""
+    if (
+        options.flash_attn == "auto"
+        and info.architecture in CPU_FLASH_ATTN_OFF
+        and placement(options.n_gpu_layers, gpu_offload()) == "ram"
+    ):
+        return "off"
+    return options.flash_attn
+
+
 def room_request(path: Path, info: GGUFInfo, options: LoadOptions, n_ctx: int | None = None) -> RoomRequest:
     """The memory a load of ``path`` with ``options`` will take (``RoomRequest``); ``n_ctx``: the
     context llama.cpp made, once loaded (before: the one it will make)."""
@@ -307,7 +327,9 @@ def room_request(path: Path, info: GGUFInfo, options: LoadOptions, n_ctx: int | 
         weights=path.stat().st_size,
         kv_cache=kv_cache_bytes(info, n_ctx),
         recurrent=recurrent_state_bytes(info) * recurrent_copies(info, options),
-        compute=compute_buffer_bytes(info, min(options.n_batch, n_ctx), n_ctx, options.flash_attn != "off"),
+        compute=compute_buffer_bytes(
+            info, min(options.n_batch, n_ctx), n_ctx, flash_attn_mode(info, options) != "off"
+        ),
     )
 
 
@@ -371,11 +393,18 @@ def _load(
     if n_ctx < options.n_ctx:
         log.info("context %d is above %s's trained length %d; using it", options.n_ctx, path.name, n_ctx)
     started = time.monotonic()
+    flash_attn = flash_attn_mode(info, options)
+    if flash_attn != options.flash_attn:
+        log.info(
+            "flash attention %s for %s on the CPU: its plain attention path decodes faster",
+            flash_attn,
+            info.architecture,
+        )
     try:
         rollback = _rollback(info, options)
         with (
             interrupt,
-            flash_attn_type(llama_cpp, options.flash_attn),
+            flash_attn_type(llama_cpp, flash_attn),
             progress.installed(),
             recurrent_snapshots(llama_cpp, rollback),
         ):
@@ -386,7 +415,7 @@ def _load(
                 n_gpu_layers=options.n_gpu_layers,
                 n_threads=options.resolved_threads(),
                 n_threads_batch=options.resolved_threads(),
-                flash_attn=options.flash_attn != "off",
+                flash_attn=flash_attn != "off",
                 use_mmap=True,
                 verbose=False,
             )
@@ -400,7 +429,7 @@ def _load(
             "or GPU layers, or check the download."
         ) from None
     interrupt.raise_if_hit()  # after the last progress call: the loaded model is dropped
-    check_flash_attn(llama_cpp, llama, options.flash_attn)
+    check_flash_attn(llama_cpp, llama, flash_attn)
     held = room_request(path, info, options, llama.n_ctx())  # at the context llama.cpp made
     loaded = LoadedModel(
         path=path,

@@ -36,8 +36,10 @@ LOAD_OPTIONS = declare(
         low=0, high=256, flag="--threads", widget="threads", name_zh="线程数",
     ),
     Option(
-        "flash_attn", "auto", "auto: on where the device supports it (llama.cpp's default); on/off force it",
-        "auto：设备支持时开启（llama.cpp 的默认）；on/off 强制开关",
+        "flash_attn", "auto",
+        "auto: on where the device supports it (llama.cpp's default), but off for Qwen3.5 MoE on the "
+        "CPU, where it decodes faster; on/off force it",
+        "auto：设备支持时开启（llama.cpp 的默认），但 Qwen3.5 MoE 在 CPU 上关闭（解码更快）；on/off 强制开关",
         choices=FLASH_ATTN_MODES, flag="--flash-attn", widget="flash_attention", name_zh="Flash Attention",
     ),
     Option(

@@ -88,8 +88,9 @@ def flash_attn_type(llama_cpp: Any, mode: str) -> Iterator[None]:
     """Let ``Llama(flash_attn=True)`` ask llama.cpp for ``mode`` ("auto", "on" or "off").
 
     llama-cpp-python 0.3.36 maps its boolean to ENABLED/DISABLED, never to llama.cpp's own
-    default AUTO, which turns flash attention on where the device supports it (measured on CPU:
-    about 8% faster decoding than off, the gap between our decoding and ``llama-bench``). For
+    default AUTO, which turns flash attention on where the device supports it (measured on CPU
+    with gemma-3-270m: about 8% faster decoding than off, the gap between our decoding and
+    ``llama-bench``; Qwen3.5 MoE decodes faster with it off there: ``loading.flash_attn_mode``). For
     "auto" the ENABLED constant it reads while building the context parameters is pointed at AUTO
     for the length of the constructor; loads are serialised by the model cache's lock, and the
     result is checked on the object afterwards.

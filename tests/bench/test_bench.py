@@ -263,7 +263,10 @@ def test_gpu_bench_dry_run_prints_the_real_shape_figures(tmp_path):
     ceiling = {k for k in figures if "llama_bench" in k}
     assert len(ceiling) == 6
     for key, value in figures.items():
-        if key.startswith(("real_shape_", "memory_bandwidth")) and key != "real_shape_quant":
+        if key.startswith(("real_shape_", "memory_bandwidth")) and key not in (
+            "real_shape_quant",
+            "real_shape_flash_attn",
+        ):
             if key in ceiling and value is None:
                 continue
             assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, (key, value)
@@ -275,4 +278,9 @@ def test_gpu_bench_dry_run_prints_the_real_shape_figures(tmp_path):
     assert all(figures[f"real_shape_setup_{name}_tok_s"] > 0 for name in setups)
     assert figures["real_shape_snapshots_cost"] > 0 and figures["real_shape_pack_over_bench_like_setup"] > 0
     assert figures["real_shape_pack_loop_over_bench_like_setup"] > 0
+    # a CPU-only build: the load asked for flash attention off, and both modes were measured
+    assert figures["real_shape_flash_attn"] == "off" and figures["real_shape_flash_attn_depth"] == 2048
+    assert figures["real_shape_flash_attn_auto_tok_s"] > 0 and figures["real_shape_flash_attn_off_tok_s"] > 0
+    assert figures["real_shape_flash_attn_off_over_auto"] > 0
+    assert figures["real_shape_flash_attn_prefill_off_over_auto"] > 0
     assert undocumented(figures) == []

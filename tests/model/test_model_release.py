@@ -17,6 +17,7 @@ from mangaka.llm.inprocess import (
     release_if_asked,
     resident_models,
 )
+from mangaka.llm.loading import flash_attn_mode
 from mangaka.llm.memory import compute_buffer_bytes, kv_cache_bytes, recurrent_state_bytes
 from tests.model.support import GREEDY, SMALL, USER
 
@@ -26,7 +27,8 @@ def test_a_loaded_model_holds_its_weights_and_kv_cache_in_ram(qwen35moe):
     model = llm.model
     assert model.placement == "ram"  # gpu_layers 0
     state = recurrent_state_bytes(model.info)  # and the recurrent state, with its checkpoint copy
-    compute = compute_buffer_bytes(model.info, min(SMALL.n_batch, model.n_ctx), model.n_ctx)  # llama.cpp's
+    flash_attn = flash_attn_mode(model.info, SMALL) != "off"  # off: on the CPU, this architecture
+    compute = compute_buffer_bytes(model.info, min(SMALL.n_batch, model.n_ctx), model.n_ctx, flash_attn)
     assert (
         model.size_bytes
         == qwen35moe.stat().st_size
@@ -86,15 +88,16 @@ def test_an_unknown_memory_mode_names_the_choices(qwen35moe):
         LlamaCppLLM(qwen35moe, SMALL, memory="sometimes")
 
 
-@pytest.mark.parametrize("flash_attn", ["auto", "off"])
+@pytest.mark.parametrize("flash_attn", ["auto", "on", "off"])
 def test_the_compute_estimate_is_what_llama_cpp_reserves(qwen35moe, flash_attn):
     """llama.cpp's own compute buffer (from its log, in a process of its own) against ours: the
     logits at a short context; at the model's whole context, with flash attention off, one
-    layer's scores for every head, which outgrow the logits (ours took the logits alone)."""
+    layer's scores for every head, which outgrow the logits (ours took the logits alone).
+    ``auto`` is asked for as the loader asks for it (``flash_attn_mode``: off on the CPU)."""
     import subprocess
     import sys
 
-    from mangaka.llm.loading import LoadOptions, gguf_header, room_request
+    from mangaka.llm.loading import LoadOptions, flash_attn_mode, gguf_header, room_request
 
     code = (
         "import sys, llama_cpp\n"
@@ -102,9 +105,10 @@ def test_the_compute_estimate_is_what_llama_cpp_reserves(qwen35moe, flash_attn):
         " flash_attn=sys.argv[3] != 'off')\n"
     )
     info = gguf_header(qwen35moe)
+    asked = flash_attn_mode(info, LoadOptions(flash_attn=flash_attn))
     for n_ctx in (512, 4096):
         run = subprocess.run(
-            [sys.executable, "-c", code, str(qwen35moe), str(n_ctx), flash_attn],
+            [sys.executable, "-c", code, str(qwen35moe), str(n_ctx), asked],
             capture_output=True, text=True, timeout=120, check=True,
         )  # fmt: skip
         reported = re.findall(r"compute buffer size =\s*([\d.]+) MiB", run.stderr)

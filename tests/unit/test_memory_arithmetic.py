@@ -82,3 +82,27 @@ def test_the_compute_estimate_is_one_micro_batch_of_logits_or_of_attention(tmp_p
     assert compute_buffer_bytes(info, 512, 32768) == 512 * 32768 * 2
     assert compute_buffer_bytes(info, 512, 32768, flash_attn=False) == 512 * 32768 * 4 * (heads + 1)
     assert compute_buffer_bytes(info, 512, 100, flash_attn=False) == 512 * 1000 * 4
+
+
+@pytest.mark.parametrize(
+    ("architecture", "mode", "layers", "offload", "asked"),
+    [
+        ("qwen35moe", "auto", -1, False, "off"),  # a CPU-only build ignores the GPU layers
+        ("qwen35moe", "auto", 0, True, "off"),  # nothing offloaded
+        ("qwen35moe", "auto", -1, True, "auto"),  # on a GPU llama.cpp's own choice
+        ("qwen35moe", "auto", 12, True, "auto"),
+        ("qwen35moe", "on", 0, False, "on"),  # a mode the user set is kept
+        ("qwen3moe", "auto", 0, False, "auto"),  # only the architectures measured
+        ("llama", "auto", -1, False, "auto"),
+    ],
+)
+def test_auto_flash_attention_is_off_for_qwen35moe_on_the_cpu(
+    monkeypatch, architecture, mode, layers, offload, asked
+):
+    from mangaka.llm import loading
+    from mangaka.llm.gguf_info import GGUFInfo
+
+    monkeypatch.setattr(loading, "gpu_offload", lambda: offload)
+    info = GGUFInfo(Path("m.gguf"), 3, 0, {"general.architecture": architecture})
+    options = loading.LoadOptions(n_gpu_layers=layers, flash_attn=mode)
+    assert loading.flash_attn_mode(info, options) == asked

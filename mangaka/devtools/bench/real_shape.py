@@ -43,6 +43,13 @@ BATCH_CONTEXT = 256  # tokens of context before each timed batch
 SETUP_ROUNDS = {True: 2, False: 8}  # by quick
 SETUP_TOKENS = {True: 8, False: 24}
 SETUP_PROMPT = 64
+# Flash attention auto (on, on a CPU) against off (_flash_attn_pair): two contexts of the loaded
+# model, prefilled in turn to this depth, then rounds of one-token decodes on each in turn. On a
+# CPU the loader turns auto off for this architecture (loading.flash_attn_mode); this re-measures
+# why on every run, and on a GPU whether auto stays the better there.
+FLASH_ATTN_DEPTH = {True: 2048, False: 4096}  # by quick
+FLASH_ATTN_ROUNDS = {True: 2, False: 4}
+FLASH_ATTN_TOKENS = {True: 8, False: 12}
 SNAPSHOTS = 8  # recurrent-state snapshots of the compared setup (the pack's default until 2026-12-04)
 MADV_PAGEOUT = 21  # linux/mman.h, Linux 5.4 and later
 
@@ -457,10 +464,77 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     }
 
 
+def _flash_attn_pair(llm: Any, quick: bool) -> dict[str, float]:
+    """Prefill (in the pack's batches) and one-token decoding after ``FLASH_ATTN_DEPTH`` tokens of
+    context on two contexts made from the one loaded model, llama.cpp's flash attention ``auto``
+    and off, taking turns (the prefill in two halves, each mode first once; the decode rounds
+    alternating which goes first): each mode's median decode tokens/s, the median of the rounds'
+    off ÷ auto, and the prefill's off ÷ auto."""
+    import llama_cpp
+
+    raw = llm.model.llama
+    abort = llm.model.abort_flag
+    depth, rounds, per_round = FLASH_ATTN_DEPTH[quick], FLASH_ATTN_ROUNDS[quick], FLASH_ATTN_TOKENS[quick]
+    own = raw.context_params
+    modes = {"auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO, "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED}
+    rng = np.random.default_rng(3)
+    n_vocab = raw.n_vocab()
+
+    def decode(ctx: Any, tokens: list[int]) -> None:
+        for start in range(0, len(tokens), own.n_batch):
+            if abort[0]:  # no abort callback on these contexts: an interrupt stops them between batches
+                raise Cancelled("bench real_shape: interrupted")
+            part = tokens[start : start + own.n_batch]
+            batch = (llama_cpp.llama_token * len(part))(*part)
+            if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(part))) != 0:
+                raise MangakaError("bench real_shape: a decode failed on a flash-attention context")
+
+    def run() -> dict[str, list[float]]:
+        contexts = {}
+        try:
+            for name, kind in modes.items():
+                cparams = type(own).from_buffer_copy(own)
+                cparams.n_ctx = depth + rounds * per_round + 64
+                cparams.flash_attn_type = kind
+                ctx = llama_cpp.llama_init_from_model(raw.model, cparams)
+                if not ctx:
+                    raise MangakaError(
+                        f"bench real_shape: llama.cpp could not make the flash attention {name} context"
+                    )
+                contexts[name] = ctx
+            rates: dict[str, list[float]] = {f"{kind}_{name}": [] for kind in ("pp", "tg") for name in modes}
+            spent = dict.fromkeys(modes, 0.0)
+            for name in ["auto", "off", "off", "auto"]:  # in halves, each mode first once
+                started = time.perf_counter()
+                decode(contexts[name], _random_tokens(rng, n_vocab, depth // 2))
+                spent[name] += time.perf_counter() - started
+            for name in modes:
+                rates[f"pp_{name}"].append(2 * (depth // 2) / spent[name])
+            for turn in range(rounds):
+                for name in list(modes)[:: 1 if turn % 2 else -1]:  # off first, then auto first, ...
+                    started = time.perf_counter()
+                    for token in _random_tokens(rng, n_vocab, per_round):
+                        decode(contexts[name], [token])
+                    rates[f"tg_{name}"].append(per_round / (time.perf_counter() - started))
+            return rates
+        finally:
+            for ctx in contexts.values():
+                llama_cpp.llama_free(ctx)
+
+    rates = llm.model.decode_thread.run(run, abort)
+    return {
+        "real_shape_flash_attn_depth": depth,
+        "real_shape_flash_attn_auto_tok_s": median(rates["tg_auto"]),
+        "real_shape_flash_attn_off_tok_s": median(rates["tg_off"]),
+        "real_shape_flash_attn_off_over_auto": paired(rates["tg_off"], rates["tg_auto"]),
+        "real_shape_flash_attn_prefill_off_over_auto": rates["pp_off"][0] / rates["pp_auto"][0],
+    }
+
+
 def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M") -> dict[str, Any]:
     """Every real-shape figure, in one run (see the module's docstring)."""
     from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
-    from ...llm.loading import gguf_header, room_request
+    from ...llm.loading import flash_attn_mode, gguf_header, room_request
     from ..real_shape import real_shape_model
 
     layers = QUICK_LAYERS if quick else 40
@@ -480,6 +554,9 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
     estimate = room_request(model, gguf_header(model), options, llm.n_ctx)
     figures: dict[str, Any] = {
         "real_shape_quant": quant,
+        "real_shape_flash_attn": flash_attn_mode(
+            gguf_header(model), options
+        ),  # what the pack's load asked for
         "real_shape_layers": layers,
         "real_shape_file_gib": model.stat().st_size / 2**30,
         "real_shape_load_s": load_s,
@@ -507,6 +584,7 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
     tg = ceiling["tg128"]
     figures["real_shape_free_over_llama_bench"] = figures["real_shape_free_tok_s"] / tg if tg else None
     figures.update(_context_setups(llm, quick))
+    figures.update(_flash_attn_pair(llm, quick))
     gib = 2**30
     figures.update(
         {

@@ -9,11 +9,12 @@ without it, the whole 40-layer model at 1k, 8k and 32k tokens.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -384,6 +385,33 @@ class _PackLoop:
         return evaluated / elapsed
 
 
+@contextlib.contextmanager
+def _contexts(raw: Any, setups: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A llama.cpp context of ``raw``'s model for each named set of context parameters, freed on
+    the way out."""
+    import llama_cpp
+
+    contexts: dict[str, Any] = {}
+    try:
+        for name, cparams in setups.items():
+            ctx = llama_cpp.llama_init_from_model(raw.model, cparams)
+            if not ctx:
+                raise MangakaError(f"bench real_shape: llama.cpp could not make the {name} context")
+            contexts[name] = ctx
+        yield contexts
+    finally:
+        for ctx in contexts.values():
+            llama_cpp.llama_free(ctx)
+
+
+def _one_at_a_time(decode: Callable[[Any, list[int]], None], ctx: Any, tokens: list[int]) -> float:
+    """Tokens/s decoding ``tokens`` on ``ctx`` one token a call."""
+    started = time.perf_counter()
+    for token in tokens:
+        decode(ctx, [token])
+    return len(tokens) / (time.perf_counter() - started)
+
+
 def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     """Decoding on three contexts of the one loaded model, in alternating rounds, each of the
     tokens it needs: the pack's own setup (the loaded context's parameters: no recurrent-state
@@ -431,26 +459,15 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     pack_loop = _PackLoop(raw, rng)
 
     def run() -> dict[str, list[float]]:
-        contexts = {}
-        try:
-            for name, cparams in setups.items():
-                ctx = llama_cpp.llama_init_from_model(raw.model, cparams)
-                if not ctx:
-                    raise MangakaError(f"bench real_shape: llama.cpp could not make the {name} context")
-                contexts[name] = ctx
+        with _contexts(raw, setups) as contexts:
+            for ctx in contexts.values():
                 decode(ctx, _random_tokens(rng, n_vocab, SETUP_PROMPT))
             rates: dict[str, list[float]] = {name: [] for name in [*contexts, "pack_loop"]}
             for _ in range(rounds):
                 for name, ctx in contexts.items():
-                    started = time.perf_counter()
-                    for token in _random_tokens(rng, n_vocab, per_round):
-                        decode(ctx, [token])
-                    rates[name].append(per_round / (time.perf_counter() - started))
+                    rates[name].append(_one_at_a_time(decode, ctx, _random_tokens(rng, n_vocab, per_round)))
                 rates["pack_loop"].append(pack_loop.rate(per_round))
             return rates
-        finally:
-            for ctx in contexts.values():
-                llama_cpp.llama_free(ctx)
 
     rates = llm.model.decode_thread.run(run, abort)
     return {
@@ -489,19 +506,14 @@ def _flash_attn_pair(llm: Any, quick: bool) -> dict[str, float]:
             if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(part))) != 0:
                 raise MangakaError("bench real_shape: a decode failed on a flash-attention context")
 
+    def setup(kind: int) -> Any:
+        cparams = type(own).from_buffer_copy(own)
+        cparams.n_ctx = depth + rounds * per_round + 64
+        cparams.flash_attn_type = kind
+        return cparams
+
     def run() -> dict[str, list[float]]:
-        contexts = {}
-        try:
-            for name, kind in modes.items():
-                cparams = type(own).from_buffer_copy(own)
-                cparams.n_ctx = depth + rounds * per_round + 64
-                cparams.flash_attn_type = kind
-                ctx = llama_cpp.llama_init_from_model(raw.model, cparams)
-                if not ctx:
-                    raise MangakaError(
-                        f"bench real_shape: llama.cpp could not make the flash attention {name} context"
-                    )
-                contexts[name] = ctx
+        with _contexts(raw, {name: setup(kind) for name, kind in modes.items()}) as contexts:
             rates: dict[str, list[float]] = {f"{kind}_{name}": [] for kind in ("pp", "tg") for name in modes}
             spent = dict.fromkeys(modes, 0.0)
             for name in ["auto", "off", "off", "auto"]:  # in halves, each mode first once
@@ -512,14 +524,9 @@ def _flash_attn_pair(llm: Any, quick: bool) -> dict[str, float]:
                 rates[f"pp_{name}"].append(2 * (depth // 2) / spent[name])
             for turn in range(rounds):
                 for name in list(modes)[:: 1 if turn % 2 else -1]:  # off first, then auto first, ...
-                    started = time.perf_counter()
-                    for token in _random_tokens(rng, n_vocab, per_round):
-                        decode(contexts[name], [token])
-                    rates[f"tg_{name}"].append(per_round / (time.perf_counter() - started))
+                    tokens = _random_tokens(rng, n_vocab, per_round)
+                    rates[f"tg_{name}"].append(_one_at_a_time(decode, contexts[name], tokens))
             return rates
-        finally:
-            for ctx in contexts.values():
-                llama_cpp.llama_free(ctx)
 
     rates = llm.model.decode_thread.run(run, abort)
     return {

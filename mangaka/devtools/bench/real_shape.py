@@ -9,12 +9,11 @@ without it, the whole 40-layer model at 1k, 8k and 32k tokens.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from ...errors import Cancelled, MangakaError
 from ...paths import cache_root
 from .common import median, native_script, paired
 from .decoding import script_rates
+from .real_shape_contexts import flash_attn_pair, made_contexts, one_at_a_time, random_tokens
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +44,6 @@ BATCH_CONTEXT = 256  # tokens of context before each timed batch
 SETUP_ROUNDS = {True: 2, False: 8}  # by quick
 SETUP_TOKENS = {True: 8, False: 24}
 SETUP_PROMPT = 64
-# Flash attention auto (on, on a CPU) against off (_flash_attn_pair): two contexts of the loaded
-# model, prefilled in turn to this depth, then rounds of one-token decodes on each in turn. On a
-# CPU the loader turns auto off for this architecture (loading.flash_attn_mode); this re-measures
-# why on every run, and on a GPU whether auto stays the better there.
-FLASH_ATTN_DEPTH = {True: 2048, False: 4096}  # by quick
-FLASH_ATTN_ROUNDS = {True: 2, False: 4}
-FLASH_ATTN_TOKENS = {True: 8, False: 12}
 SNAPSHOTS = 8  # recurrent-state snapshots of the compared setup (the pack's default until 2026-12-04)
 MADV_PAGEOUT = 21  # linux/mman.h, Linux 5.4 and later
 
@@ -221,11 +214,6 @@ def _logits_finite(llm: Any) -> float:
     return float(llm.model.decode_thread.run(run, llm.model.abort_flag))
 
 
-def _random_tokens(rng: np.random.Generator, n_vocab: int, n: int) -> list[int]:
-    """``n`` random ordinary tokens (clear of the vocabulary's special ends)."""
-    return [int(t) for t in rng.integers(300, n_vocab - 300, n)]
-
-
 def _decode_at_depths(llm: Any, depths: tuple[int, ...]) -> dict[str, float]:
     """Tokens/s decoding one token at a time after ``depth`` tokens of context, for each depth."""
     raw = llm.model.llama
@@ -235,9 +223,9 @@ def _decode_at_depths(llm: Any, depths: tuple[int, ...]) -> dict[str, float]:
 
     def run(depth: int) -> float:
         raw.reset()
-        raw.eval(_random_tokens(rng, n_vocab, depth))
+        raw.eval(random_tokens(rng, n_vocab, depth))
         started = time.perf_counter()
-        for t in _random_tokens(rng, n_vocab, DEPTH_TOKENS):
+        for t in random_tokens(rng, n_vocab, DEPTH_TOKENS):
             raw.eval([t])
         return DEPTH_TOKENS / (time.perf_counter() - started)
 
@@ -263,13 +251,13 @@ def _batch_costs(llm: Any, repeats: int = 3) -> tuple[dict[int, float], float, f
 
     def run() -> tuple[dict[int, float], float, float]:
         raw.reset()
-        raw.eval(_random_tokens(rng, n_vocab, BATCH_CONTEXT))
+        raw.eval(random_tokens(rng, n_vocab, BATCH_CONTEXT))
         checkpoint = StateCheckpoint(raw)
         best: dict[int, float] = {}
         save = restore = math.inf
         for _ in range(repeats):
             for n in BATCH_ROWS:
-                rows = _random_tokens(rng, n_vocab, n)
+                rows = random_tokens(rng, n_vocab, n)
                 started = time.perf_counter()
                 checkpoint.save()
                 saved = time.perf_counter()
@@ -371,7 +359,7 @@ class _PackLoop:
         raw, held = self.raw, self.held
         if not held:  # a prompt as the bare contexts', evaluated before the clock starts
             raw.reset()  # the next evaluation drops the memory from position 0 on
-            held.extend(_random_tokens(self.rng, raw.n_vocab(), SETUP_PROMPT + 1))
+            held.extend(random_tokens(self.rng, raw.n_vocab(), SETUP_PROMPT + 1))
             raw.eval(held[:-1])
         started = time.perf_counter()
         greedy = PRESETS["greedy"]
@@ -383,33 +371,6 @@ class _PackLoop:
         if done.finish_reason != "length":  # an end-of-generation token: start again next round
             held.clear()
         return evaluated / elapsed
-
-
-@contextlib.contextmanager
-def _contexts(raw: Any, setups: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """A llama.cpp context of ``raw``'s model for each named set of context parameters, freed on
-    the way out."""
-    import llama_cpp
-
-    contexts: dict[str, Any] = {}
-    try:
-        for name, cparams in setups.items():
-            ctx = llama_cpp.llama_init_from_model(raw.model, cparams)
-            if not ctx:
-                raise MangakaError(f"bench real_shape: llama.cpp could not make the {name} context")
-            contexts[name] = ctx
-        yield contexts
-    finally:
-        for ctx in contexts.values():
-            llama_cpp.llama_free(ctx)
-
-
-def _one_at_a_time(decode: Callable[[Any, list[int]], None], ctx: Any, tokens: list[int]) -> float:
-    """Tokens/s decoding ``tokens`` on ``ctx`` one token a call."""
-    started = time.perf_counter()
-    for token in tokens:
-        decode(ctx, [token])
-    return len(tokens) / (time.perf_counter() - started)
 
 
 def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
@@ -459,13 +420,13 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     pack_loop = _PackLoop(raw, rng)
 
     def run() -> dict[str, list[float]]:
-        with _contexts(raw, setups) as contexts:
+        with made_contexts(raw, setups) as contexts:
             for ctx in contexts.values():
-                decode(ctx, _random_tokens(rng, n_vocab, SETUP_PROMPT))
+                decode(ctx, random_tokens(rng, n_vocab, SETUP_PROMPT))
             rates: dict[str, list[float]] = {name: [] for name in [*contexts, "pack_loop"]}
             for _ in range(rounds):
                 for name, ctx in contexts.items():
-                    rates[name].append(_one_at_a_time(decode, ctx, _random_tokens(rng, n_vocab, per_round)))
+                    rates[name].append(one_at_a_time(decode, ctx, random_tokens(rng, n_vocab, per_round)))
                 rates["pack_loop"].append(pack_loop.rate(per_round))
             return rates
 
@@ -481,71 +442,13 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     }
 
 
-def _flash_attn_pair(llm: Any, quick: bool) -> dict[str, float]:
-    """Prefill (in the pack's batches) and one-token decoding after ``FLASH_ATTN_DEPTH`` tokens of
-    context on two contexts made from the one loaded model, llama.cpp's flash attention ``auto``
-    and off, taking turns (the prefill in two halves, each mode first once; the decode rounds
-    alternating which goes first): each mode's median decode tokens/s, the median of the rounds'
-    off ÷ auto, and the prefill's off ÷ auto."""
-    import llama_cpp
-
-    raw = llm.model.llama
-    abort = llm.model.abort_flag
-    depth, rounds, per_round = FLASH_ATTN_DEPTH[quick], FLASH_ATTN_ROUNDS[quick], FLASH_ATTN_TOKENS[quick]
-    own = raw.context_params
-    modes = {"auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO, "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED}
-    rng = np.random.default_rng(3)
-    n_vocab = raw.n_vocab()
-
-    def decode(ctx: Any, tokens: list[int]) -> None:
-        for start in range(0, len(tokens), own.n_batch):
-            if abort[0]:  # no abort callback on these contexts: an interrupt stops them between batches
-                raise Cancelled("bench real_shape: interrupted")
-            part = tokens[start : start + own.n_batch]
-            batch = (llama_cpp.llama_token * len(part))(*part)
-            if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(part))) != 0:
-                raise MangakaError("bench real_shape: a decode failed on a flash-attention context")
-
-    def setup(kind: int) -> Any:
-        cparams = type(own).from_buffer_copy(own)
-        cparams.n_ctx = depth + rounds * per_round + 64
-        cparams.flash_attn_type = kind
-        return cparams
-
-    def run() -> dict[str, list[float]]:
-        with _contexts(raw, {name: setup(kind) for name, kind in modes.items()}) as contexts:
-            rates: dict[str, list[float]] = {f"{kind}_{name}": [] for kind in ("pp", "tg") for name in modes}
-            spent = dict.fromkeys(modes, 0.0)
-            for name in ["auto", "off", "off", "auto"]:  # in halves, each mode first once
-                started = time.perf_counter()
-                decode(contexts[name], _random_tokens(rng, n_vocab, depth // 2))
-                spent[name] += time.perf_counter() - started
-            for name in modes:
-                rates[f"pp_{name}"].append(2 * (depth // 2) / spent[name])
-            for turn in range(rounds):
-                for name in list(modes)[:: 1 if turn % 2 else -1]:  # off first, then auto first, ...
-                    tokens = _random_tokens(rng, n_vocab, per_round)
-                    rates[f"tg_{name}"].append(_one_at_a_time(decode, contexts[name], tokens))
-            return rates
-
-    rates = llm.model.decode_thread.run(run, abort)
-    return {
-        "real_shape_flash_attn_depth": depth,
-        "real_shape_flash_attn_auto_tok_s": median(rates["tg_auto"]),
-        "real_shape_flash_attn_off_tok_s": median(rates["tg_off"]),
-        "real_shape_flash_attn_off_over_auto": paired(rates["tg_off"], rates["tg_auto"]),
-        "real_shape_flash_attn_prefill_off_over_auto": rates["pp_off"][0] / rates["pp_auto"][0],
-    }
-
-
 def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M") -> dict[str, Any]:
     """Every real-shape figure, in one run (see the module's docstring)."""
     from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
     from ...llm.loading import flash_attn_mode, gguf_header, room_request
     from ..real_shape import real_shape_model
 
-    layers = QUICK_LAYERS if quick else 40
-    depths = QUICK_DEPTHS if quick else FULL_DEPTHS
+    layers, depths = (QUICK_LAYERS, QUICK_DEPTHS) if quick else (40, FULL_DEPTHS)
     model = real_shape_model(cache_root() / "models", quant, layers)
     tokens, parts = bytes_per_token(model)
     bandwidth = memory_bandwidth(threads)
@@ -558,12 +461,11 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
     llm = LlamaCppLLM(model, options)
     load_s = time.perf_counter() - started
     paged_out = page_out(model)
-    estimate = room_request(model, gguf_header(model), options, llm.n_ctx)
+    info = gguf_header(model)
+    estimate = room_request(model, info, options, llm.n_ctx)
     figures: dict[str, Any] = {
         "real_shape_quant": quant,
-        "real_shape_flash_attn": flash_attn_mode(
-            gguf_header(model), options
-        ),  # what the pack's load asked for
+        "real_shape_flash_attn": flash_attn_mode(info, options),  # what the pack's load asked for
         "real_shape_layers": layers,
         "real_shape_file_gib": model.stat().st_size / 2**30,
         "real_shape_load_s": load_s,
@@ -581,17 +483,15 @@ def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M"
             )
         )
     figures.update(_script_calls(llm, 32 if quick else 128, 1 if quick else SCRIPT_ROUNDS))
-    # What the process holds once it has decoded at every depth (every expert used, the KV cache
-    # written) and verified drafts (the recurrent state's saved copy made): resident memory above
-    # what it held before the load, against the estimate. The file pages read only to be copied
-    # were paged out after the load (page_out), so this is what the model needs, not what the
-    # page cache happens to hold.
+    # Resident memory above the load's start once every depth is decoded (every expert used, the
+    # KV cache written) and drafts verified (the state's copy made), against the estimate; the file
+    # pages read only to be copied were paged out after the load (page_out): what the model needs.
     after = _rss()
     held = after["VmRSS"] - before["VmRSS"]
     tg = ceiling["tg128"]
     figures["real_shape_free_over_llama_bench"] = figures["real_shape_free_tok_s"] / tg if tg else None
     figures.update(_context_setups(llm, quick))
-    figures.update(_flash_attn_pair(llm, quick))
+    figures.update(flash_attn_pair(llm, quick))
     gib = 2**30
     figures.update(
         {

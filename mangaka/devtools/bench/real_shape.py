@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from ... import procs
-from ...errors import Cancelled, MangakaError
+from ...errors import MangakaError
 from ...paths import cache_root
 from .common import median, native_script, paired
 from .decoding import script_rates
-from .real_shape_contexts import flash_attn_pair, made_contexts, one_at_a_time, random_tokens
+from .real_shape_contexts import decoder, flash_attn_pair, made_contexts, one_at_a_time, random_tokens
 
 log = logging.getLogger(__name__)
 
@@ -410,12 +410,7 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
     rng = np.random.default_rng(2)
     n_vocab = raw.n_vocab()
 
-    def decode(ctx: Any, tokens: list[int]) -> None:
-        if abort[0]:  # these contexts have no abort callback: an interrupt stops them between tokens
-            raise Cancelled("bench real_shape: interrupted")
-        batch = (llama_cpp.llama_token * len(tokens))(*tokens)
-        if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(tokens))) != 0:
-            raise MangakaError("bench real_shape: a decode failed on a context of the setups compared")
+    decode = decoder(raw, abort, "the setups compared")
 
     pack_loop = _PackLoop(raw, rng)
 

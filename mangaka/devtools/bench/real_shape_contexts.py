@@ -47,6 +47,26 @@ def made_contexts(raw: Any, setups: dict[str, Any]) -> Iterator[dict[str, Any]]:
             llama_cpp.llama_free(ctx)
 
 
+def decoder(raw: Any, abort: list[bool], what: str) -> Callable[[Any, list[int]], None]:
+    """``decode(ctx, tokens)`` for contexts made from ``raw``'s model (``made_contexts``), in
+    ``raw``'s batches; these contexts have no abort callback, so ``abort`` stops them between
+    batches. ``what``: the contexts, for the error."""
+    import llama_cpp
+
+    n_batch = raw.context_params.n_batch
+
+    def decode(ctx: Any, tokens: list[int]) -> None:
+        for start in range(0, len(tokens), n_batch):
+            if abort[0]:
+                raise Cancelled("bench real_shape: interrupted")
+            part = tokens[start : start + n_batch]
+            batch = (llama_cpp.llama_token * len(part))(*part)
+            if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(part))) != 0:
+                raise MangakaError(f"bench real_shape: a decode failed on a context of {what}")
+
+    return decode
+
+
 def one_at_a_time(decode: Callable[[Any, list[int]], None], ctx: Any, tokens: list[int]) -> float:
     """Tokens/s decoding ``tokens`` on ``ctx`` one token a call."""
     started = time.perf_counter()
@@ -71,14 +91,7 @@ def flash_attn_pair(llm: Any, quick: bool) -> dict[str, float]:
     rng = np.random.default_rng(3)
     n_vocab = raw.n_vocab()
 
-    def decode(ctx: Any, tokens: list[int]) -> None:
-        for start in range(0, len(tokens), own.n_batch):
-            if abort[0]:  # no abort callback on these contexts: an interrupt stops them between batches
-                raise Cancelled("bench real_shape: interrupted")
-            part = tokens[start : start + own.n_batch]
-            batch = (llama_cpp.llama_token * len(part))(*part)
-            if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(batch, len(part))) != 0:
-                raise MangakaError("bench real_shape: a decode failed on a flash-attention context")
+    decode = decoder(raw, abort, "the flash-attention contexts")
 
     def setup(kind: int) -> Any:
         cparams = type(own).from_buffer_copy(own)

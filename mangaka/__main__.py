@@ -24,6 +24,7 @@ from .llm.options import LOAD_OPTIONS
 from .options import UNSET, add_flags
 from .page.options import PAGE_OPTIONS
 from .paths import PACK_ROOT
+from .screenplay.options import OPTIONS as REQUEST_OPTIONS
 
 log = logging.getLogger("mangaka")
 
@@ -56,6 +57,30 @@ def cmd_write(args: argparse.Namespace) -> int:
     output = args.output or args.chapter.with_suffix(".screenplay.json")
     plan = prepare_write(args, args.chapter, args.model, output=output, storyboard=args.storyboard)
     run_write(open_llm(args, plan.model), plan)
+    return 0
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    """What the pack reads in a chapter, before any model: printed, or the reading file (--json)."""
+    from .cli_run import read_chapter
+    from .fileio import write_atomic
+    from .screenplay.request import ScreenplayRequest
+    from .source import source_map
+    from .source.reading import reading_json, reading_text
+
+    request = ScreenplayRequest(language=args.language)  # the option's own check
+    chapter = read_chapter(args.chapter)
+    m = source_map(chapter, request.language)
+    text = (
+        json.dumps(reading_json(m), ensure_ascii=False, indent=2) + "\n"
+        if args.json
+        else reading_text(m) + "\n"
+    )
+    if args.output is not None:
+        write_atomic(args.output, text)
+        log.info("wrote %s", args.output)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -209,7 +234,19 @@ def _add_write_commands(sub: argparse._SubParsersAction) -> None:
         help="also draw the screenplay's storyboard page: X.storyboard.png beside X.json or "
         "X.screenplay.json (X.storyboard-2.png… for more pages)",
     )
+    _add_reading_arg(p)
     p.set_defaults(func=cmd_write)
+
+    p = sub.add_parser(
+        "read", help="what the pack reads in a chapter (title, quotes, speakers, names), no model"
+    )
+    p.add_argument("chapter", type=Path, help="chapter text file (UTF-8)")
+    add_flags(p, {"language": REQUEST_OPTIONS["language"]})
+    p.add_argument(
+        "--json", action="store_true", help="the reading file, to correct and pass to write --reading"
+    )
+    p.add_argument("-o", "--output", type=Path, help="write to this file instead of the terminal")
+    p.set_defaults(func=cmd_read)
 
     p = sub.add_parser(
         "demo",
@@ -224,7 +261,17 @@ def _add_write_commands(sub: argparse._SubParsersAction) -> None:
         "storyboard picture goes beside it, named without .json and .screenplay: X.json or "
         "X.screenplay.json gives X.storyboard.png (X.storyboard-2.png… for more pages)",
     )
+    _add_reading_arg(p)
     p.set_defaults(func=cmd_demo, panels=4, dialogue=6)
+
+
+def _add_reading_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--reading",
+        type=Path,
+        help="the chapter's reading (read --json), corrected by you: its speakers, names and title "
+        "are forced",
+    )
 
 
 def _add_page_commands(sub: argparse._SubParsersAction) -> None:

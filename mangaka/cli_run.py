@@ -44,6 +44,8 @@ from .screenplay.models import Screenplay
 from .screenplay.options import OPTIONS, request_fields_from_args
 from .screenplay.request import ScreenplayRequest, check_chapter
 from .screenplay.scenes import auto_panels
+from .source import source_map
+from .source.reading import Corrections, load_corrections, reading_summary
 
 if TYPE_CHECKING:
     from .page.layout import LayoutOptions
@@ -295,6 +297,7 @@ class WritePlan:
     model: Path
     output: Path
     storyboard: bool = False
+    reading: Corrections | None = None  # a person's corrections of the chapter's reading
 
 
 def prepare_write(
@@ -312,6 +315,9 @@ def prepare_write(
     request = request_from_args(args)
     load_options_from_args(args)
     chapter = read_chapter(chapter_path)
+    reading = None
+    if getattr(args, "reading", None) is not None:  # refused before any model loads
+        reading = load_corrections(args.reading, source_map(chapter, request.language))
     derived = derived_outputs(output, request, storyboard=storyboard, chapter=chapter)
     check_output_file(
         output, {"the chapter": chapter_path, "the model": model, "the LoRA": args.lora}, derived=derived
@@ -322,7 +328,7 @@ def prepare_write(
         model = default_model()
         check_output_file(output, {"the model": model}, derived=derived)
     check_model_args(args, model)
-    return WritePlan(chapter_path, chapter, request, model, output, storyboard)
+    return WritePlan(chapter_path, chapter, request, model, output, storyboard, reading)
 
 
 class ProgressLog:
@@ -364,7 +370,10 @@ def run_write(llm: LLM, plan: WritePlan) -> list[Path]:
     from .fileio import write_atomic
     from .screenplay import write_screenplay
 
-    result = write_screenplay(llm, plan.chapter, plan.request, context=CallContext(on_progress=ProgressLog()))
+    log.info("read: %s", reading_summary(plan.chapter, plan.request.language, plan.reading))
+    result = write_screenplay(
+        llm, plan.chapter, plan.request, context=CallContext(on_progress=ProgressLog()), reading=plan.reading
+    )
     screenplay = result.screenplay
     text = json.dumps(screenplay.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
     if result.thinking:  # the plan first: a screenplay on disk always has its plan beside it

@@ -95,6 +95,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--remote-model", default="", help="the model name the server lists (default: its own)")
     p.add_argument("--api-key-env", help="the NAME of the environment variable that holds the server's key")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.add_argument(
+        "--reading-only",
+        action="store_true",
+        help="no model: score the screenplay the chapter's reading alone gives (the baseline)",
+    )
     p.set_defaults(concurrency=1)
 
 
@@ -154,6 +159,11 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     from ..screenplay.models import MAX_DIALOGUE, MAX_PANELS
     from ..screenplay.request import check_count_or_auto
 
+    if getattr(args, "reading_only", False):
+        if args.model or args.remote or args.compare:
+            raise InputError("--reading-only runs no model: leave out --model, --remote and --compare")
+        request = request_from_args(argparse.Namespace(**{**vars(args), "panels": 6, "dialogue": 8}))
+        return EvalConfig("reading", {"reading_only": True}, request)
     if bool(args.model) == bool(args.remote):
         raise InputError(f"configuration {name}: give either --model FILE.gguf or --remote URL (one of them)")
     panels = None if args.panels is None else check_count_or_auto("--panels", args.panels, 1, MAX_PANELS)
@@ -201,10 +211,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             case_request(config, case, seeds[0])
     out = args.out or Path.cwd() / DEFAULT_OUT / Path(set_name).name
     check_output_folder(out, {"the model": args.model, "the LoRA": args.lora}, flag="--out")
+    if args.reading_only:
+        seeds = seeds[:1]  # no model: nothing a seed changes
     progress = Progress(total=len(configs) * len(cases) * len(seeds))
     summaries = []
     for config, config_args in configs:
-        llm = open_llm(config_args)
+        llm = None if args.reading_only else open_llm(config_args)
         summaries.append(summarise(config, run_config(llm, config, cases, seeds, out, progress)))
     report = eval_report(set_name, cases, seeds, out, summaries)
     report["lora_manifests"] = record_in_manifests(report, summaries)

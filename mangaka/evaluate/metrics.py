@@ -28,6 +28,11 @@ narrator (speaker ``narrator``) is never a character.
 - **speaker accuracy**: among recalled quotes whose gold speaker is known, the fraction whose
   line's speaker is the screenplay character matched (cast recall's matching) to that gold
   speaker. ``None`` when no recalled quote has a known speaker.
+- **speaker forced** and **speaker open**: speaker accuracy on the gold quotes whose speaker the
+  chapter's reading settles (``mangaka.source``: an attribution, a beat, a resolved pronoun, the
+  paragraph's turn; forced in the script call, so high by construction: it measures the reading)
+  and on the others (the model's own choice). **title exact**: 1 when the screenplay's title is
+  the chapter's heading (forced: by construction), 0 when not, ``None`` for a chapter without one.
 - **quote order** and **beat order**: the rank agreement between chapter order and screenplay
   order, ``(tau + 1) / 2`` with ``tau = (C - D) / (C + D)``, C and D the concordant and
   discordant pairs, pairs tied in either order left out (Goodman and Kruskal's gamma): 1 is the
@@ -53,6 +58,7 @@ how many of its quoted lines the screenplay kept, and whether in order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
@@ -60,7 +66,7 @@ from ..errors import InputError
 from ..screenplay.models import MAX_DIALOGUE, NARRATOR, Line, Panel, Screenplay
 from ..source import source_map
 from .goldset import GoldChapter, fold
-from .matching import QuoteMatch, match_cast, match_quotes, order_agreement, reading_order
+from .matching import QuoteMatch, match_cast, match_quotes, order_agreement, quote_key, reading_order
 from .quotes import find_quotes
 
 # Below this share of a chapter's quoted lines, ``dialogue_kept`` warns.
@@ -72,6 +78,9 @@ METRICS = (
     "cast_drawn",
     "quote_recall",
     "speaker_accuracy",
+    "speaker_forced",
+    "speaker_open",
+    "title_exact",
     "quote_order",
     "beat_coverage",
     "beat_order",
@@ -99,6 +108,9 @@ class Scores:
     cast_drawn: float | None = None
     quote_recall: float | None = None
     speaker_accuracy: float | None = None
+    speaker_forced: float | None = None
+    speaker_open: float | None = None
+    title_exact: float | None = None
     quote_order: float | None = None
     beat_coverage: float | None = None
     beat_order: float | None = None
@@ -186,15 +198,41 @@ def quote_order(matches: list[QuoteMatch], screenplay: Screenplay) -> float | No
     return order_agreement([(q, place[m.line.id]) for m in matches for q in range(m.first, m.last + 1)])
 
 
-def speaker_accuracy(gold: GoldChapter, matches: list[QuoteMatch], cast: dict[str, str]) -> float | None:
-    """Recalled quotes with a known gold speaker whose line's speaker maps to it, over all such quotes."""
+def speaker_accuracy(
+    gold: GoldChapter,
+    matches: list[QuoteMatch],
+    cast: dict[str, str],
+    only: Callable[[str], bool] | None = None,
+) -> float | None:
+    """Recalled quotes with a known gold speaker whose line's speaker maps to it, over all such
+    quotes (``only``: those whose text it accepts)."""
     judged = right = 0
     for m in matches:
         for q in gold.quotes[m.first : m.last + 1]:
-            if q.speaker is not None:
+            if q.speaker is not None and (only is None or only(q.text)):
                 judged += 1
                 right += cast.get(m.line.speaker) == q.speaker
     return _ratio(right, judged)
+
+
+def _reading_figures(
+    chapter_text: str,
+    gold: GoldChapter,
+    screenplay: Screenplay,
+    matches: list[QuoteMatch],
+    cast: dict[str, str],
+) -> dict[str, float | None]:
+    """Speaker accuracy on the lines whose speaker the reading settles (forced: high by
+    construction when the reading is right) and on the others (the model's own choice), and
+    whether the title is the chapter's heading (where it has one)."""
+    m = source_map(chapter_text, gold.language)
+    sure = {quote_key(q.text) for q in m.quotes if q.sure}
+    title = None if m.title is None else float(fold(screenplay.title) == fold(m.title))
+    return dict(
+        speaker_forced=speaker_accuracy(gold, matches, cast, lambda t: quote_key(t) in sure),
+        speaker_open=speaker_accuracy(gold, matches, cast, lambda t: quote_key(t) not in sure),
+        title_exact=title,
+    )
 
 
 def _cost(cost: RunCost | None) -> dict[str, object]:
@@ -241,6 +279,7 @@ def score(
             cast_precision=_ratio(len(cast), n_cast),
             cast_drawn=cast_drawn(gold, screenplay, cast),
             speaker_accuracy=speaker_accuracy(gold, matches, cast),
+            **_reading_figures(chapter_text, gold, screenplay, matches, cast),
             beat_coverage=_ratio(len(covered), len(places)),
             beat_order=order_agreement(covered),
             consistency=consistency(screenplay),

@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import ContextOverflowError, GenerationError, InvalidOutputError
 from ..fileio import write_atomic
 from ..llm.base import LLM
-from ..screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS
+from ..screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, Screenplay
 from ..screenplay.request import ScreenplayRequest
 from ..screenplay.scenes import AUTO
 from .goldset import GoldCase
@@ -145,6 +145,53 @@ def run_case(llm: LLM, case: GoldCase, request: ScreenplayRequest) -> tuple[Scor
     return score(case.text, case.gold, screenplay, cost), None, screenplay.model_dump(mode="json")
 
 
+def reading_screenplay(text: str, language: str) -> Screenplay:
+    """The screenplay the chapter's reading alone gives, no model: the names as the cast, every
+    quoted line spoken by the reading's speaker (the narrator where it has none), one panel a
+    paragraph with lines. ``eval --reading-only`` scores it: the baseline the model must beat."""
+    from ..screenplay.grounded import name_ids
+    from ..screenplay.models import NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel
+    from ..source import source_map
+
+    m = source_map(text, language)
+    ids = name_ids([c.name for c in m.names])
+    cast = [
+        Character(id=ids.get(c.name, f"c{k}"), name=c.name, appearance="as read")
+        for k, c in enumerate(m.names, 1)
+    ]
+    by_name = {c.name: c.id for c in cast}
+    lines, panels = [], []
+    for line in m.lines:
+        who = by_name.get(m.quote_of(line.number).hint or "", NARRATOR)
+        lines.append(
+            Line(id=f"d{line.number}", speaker=who, line=line.text, emotion="neutral", quote=line.quote)
+        )
+    groups: dict[int, list[str]] = {}
+    for line in m.lines:
+        groups.setdefault(line.unit, []).append(f"d{line.number}")
+    for k, (unit, found) in enumerate(sorted(groups.items()), 1):
+        shown = list(dict.fromkeys(d.speaker for d in lines if d.id in found and d.speaker != NARRATOR))
+        action = m.unit_text(unit)[:200] or "-"
+        panels.append(Panel(id=f"p{k}", shot="medium", angle="eye_level", action=action,
+                            characters=shown[:4], expression="", background="-", lighting="", props=[],
+                            dialogue=found[:12], source=[unit, unit]))  # fmt: skip
+    empty = Panel(id="p1", shot="medium", angle="eye_level", action="-", characters=[], expression="",
+                  background="-", lighting="", props=[], dialogue=[])  # fmt: skip
+    nobody = [Character(id="someone", name="-", appearance="as read")]
+    return Screenplay.model_construct(
+        version=SCREENPLAY_VERSION, title=m.title or "-", language=language, characters=cast or nobody,
+        dialogue=lines, panels=panels or [empty],
+    )  # fmt: skip
+
+
+def run_reading(case: GoldCase, request: ScreenplayRequest) -> tuple[Scores, str | None, dict | None]:
+    """``run_case`` without a model: the reading's own screenplay (``reading_screenplay``), scored."""
+    started = time.monotonic()
+    screenplay = reading_screenplay(case.text, request.language)
+    cost = RunCost(valid=True, tries=0, repairs=0, tokens=0, seconds=time.monotonic() - started)
+    return score(case.text, case.gold, screenplay, cost), None, screenplay.model_dump(mode="json")
+
+
 @dataclass
 class Progress:
     """Logs one line per finished run with a bar: ``eval [███░░░] 3/18 a en1 seed 1: …``."""
@@ -165,14 +212,15 @@ class Progress:
 
 
 def run_config(
-    llm: LLM,
+    llm: LLM | None,
     config: EvalConfig,
     cases: Sequence[GoldCase],
     seeds: Sequence[int],
     out: Path,
     progress: Callable[[RunRecord, str], None],
 ) -> list[RunRecord]:
-    """Every chapter × seed of one configuration, each saved as it finishes (or resumed)."""
+    """Every chapter × seed of one configuration, each saved as it finishes (or resumed); with no
+    ``llm``, the reading's own screenplay (``run_reading``)."""
     records = []
     for case in cases:
         for seed in seeds:
@@ -182,7 +230,9 @@ def run_config(
             if (kept := _resumed(path, key)) is not None:
                 record = RunRecord(config.name, case.id, seed, kept["scores"], kept.get("error"), True)
             else:
-                scores, error, screenplay = run_case(llm, case, request)
+                scores, error, screenplay = (
+                    run_case(llm, case, request) if llm else run_reading(case, request)
+                )
                 record = RunRecord(config.name, case.id, seed, scores.as_dict(), error)
                 saved = {"fingerprint": key, "settings": config.settings, **record.as_dict()}
                 text = json.dumps({**saved, "screenplay": screenplay}, ensure_ascii=False, indent=2)

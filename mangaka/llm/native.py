@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from ..errors import BackendMissingError, UnsupportedArchitectureError
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = (
     "install it with the pack's build script: `python native/install.py` run with the Python "
@@ -54,20 +57,88 @@ def library_path() -> Path:
     return Path(lib._name)
 
 
+# llama.cpp's table of architecture names (``LLM_ARCH_NAMES``) is reachable through
+# ``const char * llm_arch_name(llm_arch)``, a C++ function of libllama that is not in its C API but
+# is exported wherever the library is built with default symbol visibility (Linux, macOS, MinGW): this is
+# its Itanium-ABI name. ``llm_arch`` is a plain enum that counts from 0 up to ``LLM_ARCH_UNKNOWN``.
+_ARCH_NAME_SYMBOL = "_Z13llm_arch_name8llm_arch"
+_ARCH_NAME_MISSING = "unknown"  # what llm_arch_name answers for a number that is no architecture
+# Far above the ~155 architectures llama.cpp has; llm_arch_name looks a value up in a map, so one
+# past the end only answers "unknown".
+_ARCH_ENUM_BOUND = 2048
+# Names in the table that a GGUF cannot be loaded as a model under: LLM_ARCH_UNKNOWN's name, and
+# "clip", the multimodal projector (llama.cpp refuses it as a main model; it goes with --mmproj).
+_NOT_LOADABLE = frozenset({"(unknown)", "clip"})
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
 @functools.lru_cache(maxsize=4)
-def _library_strings(path: Path) -> bytes:
+def _library_bytes(path: Path) -> bytes:
     return path.read_bytes()
 
 
-def knows_architecture(arch: str) -> bool:
-    """True when the installed libllama names ``arch`` among its architectures.
+@functools.lru_cache(maxsize=4)
+def _table_architectures(path: Path) -> frozenset[str] | None:
+    """The names in the library's own architecture table, through ``llm_arch_name``; ``None`` when
+    the library does not export it (an MSVC-built DLL exports only the C API) or answers nonsense."""
+    lib = import_llama_cpp().llama_cpp._lib
+    try:
+        arch_name = getattr(lib, _ARCH_NAME_SYMBOL)
+    except AttributeError:
+        log.debug("%s does not export llm_arch_name", path)
+        return None
+    arch_name.restype = ctypes.c_char_p
+    arch_name.argtypes = [ctypes.c_int]
+    names = set()
+    for value in range(_ARCH_ENUM_BOUND):
+        raw = arch_name(value)
+        name = raw.decode(errors="replace") if raw else _ARCH_NAME_MISSING
+        if name != _ARCH_NAME_MISSING:
+            names.add(name)
+    # LLM_ARCH_LLAMA has been in the table since the first GGUF; without it the symbol is not
+    # the function this code expects.
+    if "llama" not in names or not all(_NAME.fullmatch(n) for n in names - _NOT_LOADABLE):
+        log.warning("llm_arch_name in %s answered unexpected names; reading the library's bytes", path)
+        return None
+    return frozenset(names - _NOT_LOADABLE)
 
-    llama.cpp keeps its architecture names as NUL-terminated strings in the library's read-only
-    data (``LLM_ARCH_NAMES``); a name that is not there cannot be loaded.
+
+def _in_library_bytes(arch: str, path: Path) -> bool:
+    """Whether ``arch`` ends a NUL-terminated string in the library: a fallback that may say yes
+    to a name llama.cpp does not know (any tail of a known name, "wen2" for "qwen2"), never no to
+    one it knows. The linker merges string literals by their tails, so "qwen2" is stored only as
+    the end of "rwkv6qwen2" and a search for NUL + name + NUL misses it."""
+    return arch.encode() + b"\0" in _library_bytes(path)
+
+
+def known_architectures() -> frozenset[str] | None:
+    """Every architecture name the installed llama.cpp loads a model under, from its own table;
+    ``None`` when the library does not let the table be read (see ``knows_architecture``)."""
+    return _table_architectures(library_path())
+
+
+def knows_architecture(arch: str) -> bool:
+    """True when the installed llama.cpp can load a GGUF whose ``general.architecture`` is ``arch``.
+
+    llama.cpp resolves that key by comparing it with each name in its table of architectures
+    (``LLM_ARCH_NAMES``); an unknown name fails the load with "unknown model architecture". The
+    table has no C API, but libllama exports ``llm_arch_name(llm_arch)``, which returns the table's
+    name for an enum value, so the table is read by calling it for every value: the very names the
+    loader compares with, in about a millisecond, once per library (cached). The library's bytes
+    cannot give that answer: the linker stores a string literal that is the tail of another one
+    inside it ("qwen2" is the end of "rwkv6qwen2"), so an exact NUL-delimited search refuses real
+    architectures, and a tail search accepts fragments of them ("wen2"). Where the function is not
+    exported (MSVC-built Windows DLLs), the tail search is the fallback, because refusing a model the
+    library loads is worse than letting llama.cpp refuse one itself. "clip" is in the table but is
+    a projector, not a model, and is refused.
     """
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", arch):
+    if not _NAME.fullmatch(arch) or arch in _NOT_LOADABLE:
         return False
-    return b"\0" + arch.encode() + b"\0" in _library_strings(library_path())
+    path = library_path()
+    table = _table_architectures(path)
+    if table is not None:
+        return arch in table
+    return _in_library_bytes(arch, path)
 
 
 def check_architecture(arch: str, what: str) -> None:

@@ -3,9 +3,11 @@
 ``compose_pages`` takes the layout (``layout.layout_pages``), one image per panel (matched by panel
 id when ids are given, else by order), scales each image to cover its frame around the centre,
 draws the frame borders, and letters every dialogue line of the panel into a balloon
-(``lettering``). What is missing or does not fit is drawn as well as it can be and reported,
-never dropped in silence: a panel without an image gets an empty frame with its id; an image
-without a panel is listed; a line that does not fit its panel says how many characters are hidden.
+(``lettering``), each line in its lettered form (``lettered``: a quote cut by its attribution,
+``We're closed,``, ends as a sentence, ``We're closed.``). What is missing or does not fit is
+drawn as well as it can be and reported, never dropped in silence: a panel without an image gets
+an empty frame with its id; an image without a panel is listed; a line that does not fit its
+panel says how many characters are hidden.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .calm import CalmMap, calm_map
 from .cards import free_band
 from .fonts import load_font
 from .layout import LayoutOptions, PageLayout, Rect, layout_pages, layout_to_dict, text_order
+from .lettered import lettered
 from .lettering import BalloonPlan, LetteringOptions, LineSpec, draw_balloons, plan_balloons
 
 log = logging.getLogger(__name__)
@@ -151,9 +154,12 @@ def _empty_frame(draw: ImageDraw.ImageDraw, rect: Rect, label: str, page_width: 
 
 
 def _lines(screenplay: Screenplay, panel: Panel, direction: str) -> list[LineSpec]:
+    """The panel's lines to letter, each in its lettered form (``lettered``: a quote cut by its
+    attribution ends as a sentence), placed by its speaker's position."""
     spots = speaker_positions(panel, direction)
+    language = screenplay.language
     return [
-        LineSpec(line.id, line.speaker, line.line, line.emotion, spots.get(line.speaker))
+        LineSpec(line.id, line.speaker, lettered(line.line, language), line.emotion, spots.get(line.speaker))
         for line in screenplay.lines_of(panel)
     ]
 

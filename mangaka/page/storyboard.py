@@ -2,8 +2,9 @@
 
 Each card shows the panel id and number, shot and angle, a placeholder camera frame (figure scale
 follows the shot, the horizon follows the angle), the cast present, action, expression, background,
-lighting, props, and the panel's lines with their emotions. Labels, shot and angle names, emotions
-and captions are in the screenplay's language (``prompts/storyboard/labels.json``: en, zh, ja).
+lighting, props, and the panel's lines with their emotions (each line as a balloon letters it:
+``lettered.py``). Labels, shot and angle names, emotions and captions are in the screenplay's
+language (``prompts/storyboard/labels.json``: en, zh, ja).
 Text that does not fit is never dropped silently: the body text shrinks down to a minimum size,
 then over-long fields end with "…" and a warning names the panel and the fields cut.
 """
@@ -24,6 +25,7 @@ from ..prompts import PROMPTS_DIR
 from ..screenplay.models import NARRATOR, Panel, Screenplay
 from ..screenplay.validate import screenplay_model
 from .fonts import ellipsize, load_font, missing_glyphs, text_width, wrap
+from .lettered import lettered
 
 log = logging.getLogger(__name__)
 
@@ -140,14 +142,15 @@ def card_items(sp: Screenplay, panel: Panel) -> list[CardItem]:
             lines.append(CardItem(f"dialogue {line_id}", phrase["missing_line"].format(id=line_id)))
             continue
         emotion = emotions.get(line.emotion, line.emotion)
+        words = lettered(line.line, sp.language)  # as the balloon letters it
         if line.speaker == NARRATOR:
             # A caption's usual emotion is "narration": the caption mark says it already.
             form = phrase["narration"] if line.emotion == "narration" else phrase["caption"]
-            text = form.format(line=line.line, emotion=emotion)
+            text = form.format(line=words, emotion=emotion)
         else:
             speaker = sp.character(line.speaker)
             name = speaker.name if speaker else line.speaker
-            text = phrase["spoken"].format(name=name, line=line.line, emotion=emotion)
+            text = phrase["spoken"].format(name=name, line=words, emotion=emotion)
         lines.append(CardItem(f"dialogue {line_id}", text))
     if lines:
         lines[0] = CardItem(lines[0].field, lines[0].text, label["dialogue"])

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import InputError, InvalidOutputError
 from ..llm.base import LLM, CallContext, Usage
+from ..source.reading import Corrections
 from ..structured import Attempt
 from .bible import SeriesBible
 from .grounded import Grounding
@@ -108,8 +109,12 @@ def write_screenplay(
     cast: Sequence[Character | dict[str, Any]] | None = None,
     bible: SeriesBible | None = None,
     context: CallContext | None = None,
+    reading: Corrections | None = None,
 ) -> ScreenplayResult:
     """Write a screenplay of ``chapter`` as ``request`` asks.
+
+    ``reading``: a person's corrections of the chapter's reading (``source/reading.py``): their
+    speakers, names and title are forced as the text's own are.
 
     The steps: plan (when ``think_tokens`` > 0), cast (unless ``cast`` gives a known cast, e.g. a
     character bible), script, assemble. ``bible``: the series' known characters; the cast call is
@@ -133,7 +138,7 @@ def write_screenplay(
     known_cast = check_cast(cast) if cast is not None else None
     if known_cast is not None and bible:
         known_cast, _ = bible.map_cast(known_cast, request.language)
-    grounding = _grounding(chapter, request)
+    grounding = _grounding(chapter, request, reading)
     scenes = plan_scenes(llm, chapter, request)
     if len(scenes) > 1:
         return _write_scenes(llm, scenes, request, known_cast, bible, context, grounding)
@@ -168,12 +173,16 @@ def _request(request: ScreenplayRequest) -> ScreenplayRequest:
     return request
 
 
-def _grounding(chapter: str, request: ScreenplayRequest) -> Grounding | None:
-    """The chapter's source map for a grounded request (``None`` in free mode), with a warning
-    when the chapter has no quoted line to keep."""
+def _grounding(
+    chapter: str, request: ScreenplayRequest, reading: Corrections | None = None
+) -> Grounding | None:
+    """The chapter's source map for a grounded request (``None`` in free mode), a person's
+    ``reading`` applied, with a warning when the chapter has no quoted line to keep."""
     if not request.grounded:
         return None
     grounding = Grounding.of(chapter, request.language)
+    if reading is not None:
+        grounding = replace(grounding, map=reading.apply(grounding.map))
     if not grounding.map.quotes:
         logger.warning(
             "chapter: no quoted lines found (quote marks for %s: see docs/screenplay.md), so every line is a "
@@ -437,6 +446,7 @@ def write_cast(
     *,
     bible: SeriesBible | None = None,
     context: CallContext | None = None,
+    reading: Corrections | None = None,
 ) -> Step:
     """Only the cast call of ``write_screenplay`` (no plan): a ``Step`` whose value is the chapter's
     characters, known ones as ``bible`` has them (a long chapter: every scene's cast call, in
@@ -444,7 +454,7 @@ def write_cast(
     request = _request(request)
     context = context or CallContext()
     check_chapter(chapter)
-    grounding = _grounding(chapter, request)
+    grounding = _grounding(chapter, request, reading)
     scenes = plan_scenes(llm, chapter, request)
     parts = _scene_groundings(scenes, grounding)
     budget = max(cast_budget(request, g) for g in parts)

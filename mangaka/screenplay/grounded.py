@@ -185,14 +185,18 @@ def named_in(grounding: Grounding, first: int, last: int, forms: Mapping[str, Se
     return [cid for _, cid in sorted(found)]
 
 
-def quote_listing(grounding: Grounding, hints: Mapping[int, str]) -> str:
-    """The quoted lines of the call, one per line: number, unit, its likely speaker (``hints``:
-    ``line_hints``), text."""
+def quote_listing(
+    grounding: Grounding, hints: Mapping[int, str], sure: Mapping[int, str] | None = None
+) -> str:
+    """The quoted lines of the call, one per line: number, unit, its speaker where the text is sure
+    (``sure``: ``line_speakers``) else its likely one (``hints``: ``line_hints``), text."""
     out = []
     for line in grounding.lines:
-        who = hints.get(line.number)
+        who = (sure or {}).get(line.number)
         part = f", part {line.part} of {line.parts}" if line.parts > 1 else ""
-        hint = f", likely {who}" if who else ""
+        hint = (
+            f", speaker {who}" if who else (f", likely {hints[line.number]}" if line.number in hints else "")
+        )
         out.append(f"- {line.number} [{line.unit}{part}{hint}]: {line.text}")
     return "\n".join(out) or "(none)"
 
@@ -251,10 +255,29 @@ def stored_panel(
     )
 
 
+def line_speakers(grounding: Grounding, cast: Sequence[Character], language: str) -> dict[int, str]:
+    """Each quoted line's speaker as a cast id where the text is sure of it (``SourceMap``: an
+    attribution, a beat, a resolved pronoun, the paragraph's turn; or a person's correction in a
+    reading passed back): forced in the call, whatever ``speaker_hints`` says."""
+    sure: dict[int, str] = {}
+    for line in grounding.lines:
+        quote = grounding.map.quote_of(line.number)
+        who = hint_id(quote.hint, cast, language) if quote.sure else None
+        if who:
+            sure[line.number] = who
+    return sure
+
+
 def script_schema(
-    grounding: Grounding, cast_ids: list[str], panels: int, dialogue: int, hints: dict[int, str]
+    grounding: Grounding,
+    cast_ids: list[str],
+    panels: int,
+    dialogue: int,
+    hints: dict[int, str],
+    sure: dict[int, str] | None = None,
 ) -> dict[str, Any]:
-    """The grounded script call's schema for this part of the chapter (``schema.py`` builds it)."""
+    """The grounded script call's schema for this part of the chapter (``schema.py`` builds it):
+    ``sure`` speakers and the chapter's heading as its title are forced."""
     return grounded_script_call_schema(
         cast_ids,
         panels,
@@ -263,7 +286,61 @@ def script_schema(
         dialogue,
         panel_starts(grounding, panels),
         hints,
+        sure,
+        grounding.map.title,
     )
+
+
+# The prompt's own annotations (``[3]``, ``[3, likely mei]``, ``[2]–[5]``, ``[6`` cut short at a
+# field's end): never a screenplay's words.
+_ANNOTATION = re.compile(r"\s*\[\d+(?:\]–\[\d+)?(?:,[^\]\[\n]{0,80})?(?:\]|$)")
+_ENUM_KEYS = frozenset({"id", "speaker", "likely", "panel", "shot", "angle", "emotion", "characters"})
+
+
+def _strip(value: Any, path: str, repairs: list[Repair]) -> Any:
+    if isinstance(value, str):
+        clean = " ".join(_ANNOTATION.sub(" ", value).split()) if _ANNOTATION.search(value) else value
+        if clean != value:
+            repairs.append(Repair(path, f"{value!r} → {clean!r}: the prompt's annotation removed"))
+        return clean
+    if isinstance(value, dict):
+        return {
+            k: v if k in _ENUM_KEYS else _strip(v, f"{path}.{k}" if path else k, repairs)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_strip(v, f"{path}[{i}]", repairs) for i, v in enumerate(value)]
+    return value
+
+
+def strip_annotations(reply: dict[str, Any]) -> tuple[dict[str, Any], list[Repair]]:
+    """Every string of a call's reply without the prompt's annotation syntax (``[3, likely mei]``):
+    a small model copies it from the listing into a title or a caption. A field left empty by it is
+    then a problem the validation sends back."""
+    repairs: list[Repair] = []
+    clean = _strip(reply, "", repairs)
+    return (clean, repairs) if repairs else (reply, [])
+
+
+def repair_sure(
+    script: dict[str, Any], sure: Mapping[int, str], title: str | None
+) -> tuple[dict[str, Any], list[Repair]]:
+    """What the text settles, set where a reply differs (a server that ignores ``const``, or a
+    line picked by number): a sure line's speaker, the heading as the title."""
+    repairs: list[Repair] = []
+    lines = []
+    for i, d in enumerate(script["dialogue"]):
+        who = sure.get(d["quote"])
+        if who and d["speaker"] != who:
+            repairs.append(
+                Repair(f"dialogue[{i}].speaker", f"{d['speaker']!r} → {who!r}: the chapter says so")
+            )
+            d = {**d, "speaker": who}
+        lines.append(d)
+    if title and script["title"] != title:
+        repairs.append(Repair("title", f"{script['title']!r} → the chapter's heading {title!r}"))
+        script = {**script, "title": title}
+    return ({**script, "dialogue": lines}, repairs) if repairs else (script, [])
 
 
 def panel_ranges(starts: Sequence[int], last: int) -> list[tuple[int, int]]:

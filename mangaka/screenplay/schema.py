@@ -167,8 +167,13 @@ def grounded_script_call_schema(
     dialogue: int,
     starts: Sequence[int] | None = None,
     hints: dict[int, str] | None = None,
+    sure: dict[int, str] | None = None,
+    title: str | None = None,
 ) -> dict[str, Any]:
     """Schema of the script call when dialogue comes from the chapter (``screenplay/grounded.py``).
+
+    ``sure`` speakers (quoted line number → cast id: what the text settles) are a ``const``, as is
+    the ``title`` when the chapter has a heading.
 
     ``panels`` panels, each with ``from``, the source unit where it starts (a ``const`` from
     ``starts`` when given, else an enum of ``units`` with the first panel's the first unit); then
@@ -199,12 +204,12 @@ def grounded_script_call_schema(
         )
         for j, pid in enumerate(ids)
     ]
-    quoted = _quoted_lines(lines, dialogue, hints or {})
+    quoted = _quoted_lines(lines, dialogue, hints or {}, sure or {})
     caption = _object({"line": _string(MAX_LINE), "panel": _enum(ids)})
     captions = dialogue - quoted["maxItems"]
     schema = _object(
         {
-            "title": _string(MAX_TITLE),
+            "title": {"type": "string", "const": title} if title else _string(MAX_TITLE),
             "panels": {
                 "type": "array",
                 "prefixItems": panel_items,
@@ -219,16 +224,19 @@ def grounded_script_call_schema(
     return {"$defs": defs, **schema}
 
 
-def _quoted_lines(lines: Sequence[int], dialogue: int, hints: dict[int, str]) -> dict[str, Any]:
+def _quoted_lines(
+    lines: Sequence[int], dialogue: int, hints: dict[int, str], sure: dict[int, str]
+) -> dict[str, Any]:
     """The grounded script's ``dialogue`` array: every quoted line of ``lines``, in order (a
-    ``const`` number each, and a ``const`` ``likely`` speaker where ``hints`` has one) when
-    ``dialogue`` holds them all; else ``dialogue`` items that each pick a number. With no quoted
-    line (a chapter without quote marks), an empty array: JSON Schema wants ``prefixItems`` and
-    ``enum`` non-empty, and llama-server wants ``items`` an object."""
+    ``const`` number each; a ``const`` speaker where ``sure`` has one, else a ``const`` ``likely``
+    speaker where ``hints`` has one) when ``dialogue`` holds them all; else ``dialogue`` items that
+    each pick a number (a sure speaker is then set by the call's repair). With no quoted line (a
+    chapter without quote marks), an empty array: JSON Schema wants ``prefixItems`` and ``enum``
+    non-empty, and llama-server wants ``items`` an object."""
 
-    def line(quote: dict[str, Any], likely: str | None = None) -> dict[str, Any]:
-        hint = {"likely": {"type": "string", "const": likely}} if likely else {}
-        speaker = {"$ref": "#/$defs/speaker"}
+    def line(quote: dict[str, Any], likely: str | None = None, forced: str | None = None) -> dict[str, Any]:
+        hint = {"likely": {"type": "string", "const": likely}} if likely and not forced else {}
+        speaker = {"type": "string", "const": forced} if forced else {"$ref": "#/$defs/speaker"}
         return _object({"quote": quote, **hint, "speaker": speaker, "emotion": {"$ref": "#/$defs/emotion"}})
 
     kept = min(dialogue, len(lines))
@@ -240,7 +248,7 @@ def _quoted_lines(lines: Sequence[int], dialogue: int, hints: dict[int, str]) ->
     elif dialogue >= len(lines):
         quoted = {
             "type": "array",
-            "prefixItems": [line({"type": "integer", "const": n}, hints.get(n)) for n in lines],
+            "prefixItems": [line({"type": "integer", "const": n}, hints.get(n), sure.get(n)) for n in lines],
             "items": False,
         }
     else:

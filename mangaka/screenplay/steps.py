@@ -22,13 +22,16 @@ from .grounded import (
     cast_names,
     grounded_problems,
     line_hints,
+    line_speakers,
     name_ids,
     name_problems,
     quote_listing,
     repair_grounded,
     repair_ids,
+    repair_sure,
     script_schema,
     stored_panel,
+    strip_annotations,
 )
 from .models import (
     ANGLES,
@@ -323,7 +326,8 @@ def cast_step(
     def repair(d: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         d, renamed = repair_ids(d) if names else (d, [])
         d, more = repair_cast(d)
-        return d, renamed + more
+        d, stripped = strip_annotations(d)
+        return d, renamed + more + stripped
 
     data, tries = generate_json(
         llm,
@@ -375,7 +379,9 @@ def _grounded_task(prompts: Prompts, cast: list[Character], panels: int, dialogu
         **_script_values(cast, panels),
         units=f"[{first}]–[{last}]" if last > first else f"[{first}]",
         quotes=quote_listing(
-            grounding, line_hints(grounding, cast, prompts.request.language, prompts.request.speaker_hints)
+            grounding,
+            line_hints(grounding, cast, prompts.request.language, prompts.request.speaker_hints),
+            line_speakers(grounding, cast, prompts.request.language),
         ),
         lines=min(lines, dialogue),
         total=lines,
@@ -398,20 +404,27 @@ def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: Call
     cast_ids = [c.id for c in cast]
     if grounding is None:
         schema = script_call_schema(cast_ids, request.panels, request.dialogue)
-        repair: Any = repair_script
+
+        def repair(script: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+            script, repairs = repair_script(script)
+            script, stripped = strip_annotations(script)
+            return script, repairs + stripped
 
         def problems(script: dict[str, Any]) -> list[str]:
             return script_problems(script, cast_ids, request.panels)
 
     else:
         numbers = [line.number for line in grounding.lines]
+        sure = line_speakers(grounding, cast, request.language)
         hints = line_hints(grounding, cast, request.language, request.speaker_hints)
-        schema = script_schema(grounding, cast_ids, request.panels, request.dialogue, hints)
+        schema = script_schema(grounding, cast_ids, request.panels, request.dialogue, hints, sure)
 
-        def repair(script: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        def repair(script: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:  # type: ignore[misc]
             script, repairs = repair_script(script)
             script, more = repair_grounded(script, numbers)
-            return script, repairs + more
+            script, settled = repair_sure(script, sure, grounding.map.title)
+            script, stripped = strip_annotations(script)
+            return script, repairs + more + settled + stripped
 
         def problems(script: dict[str, Any]) -> list[str]:
             return grounded_problems(script, grounding)

@@ -9,10 +9,13 @@ read about the chapter's own text.
   outside quotes. Units tile the chapter: every character lies in exactly one unit (the spaces and
   blank lines after a paragraph belong to it, the text before the first paragraph to the first);
 - **quotes**, numbered from 1: each quoted line (``quotes.py``: the marks per language), with its
-  unit, and a speaker hint (``speakers.py``): a name, or ``None``;
+  unit, and its speaker (``evidence.py``): a name with the evidence, or ``None``;
 - **lines**, numbered from 1: the quotes as the balloons that letter them, a quote longer than a
   balloon (``MAX_LINE``) in several consecutive parts cut at sentence ends, nothing dropped;
-- **names**: the cast candidates, strongest first (``speakers.py``).
+- **names**: the cast candidates, strongest first (``speakers.py``);
+- **title**: the chapter's heading, verbatim, when it opens with one (``heading.py``).
+
+Each quote's speaker comes with its evidence and whether the text is sure (``evidence.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .quotes import MAX_QUOTE_CHARS, QUOTE_MARKS, balloon_parts, find_quote_spans, find_quotes
-from .speakers import NameCandidate, attribution, bare_name, find_names, name_positions, nearest_name
+from .evidence import QuotePlace, Speaker, speakers_of
+from .heading import heading
+from .quotes import MAX_QUOTE_CHARS, QUOTE_MARKS, balloon_parts, find_quote_spans, find_quotes, narration
+from .speakers import NameCandidate, attribution, find_names
 
 __all__ = [
     "MAX_QUOTE_CHARS",
@@ -33,6 +38,7 @@ __all__ = [
     "Quote",
     "SourceLine",
     "SourceMap",
+    "Speaker",
     "Unit",
     "find_quote_spans",
     "find_quotes",
@@ -43,6 +49,7 @@ __all__ = [
 MAX_UNIT_CHARS = 1200
 MAX_UNIT_CJK_CHARS = 400
 BALLOON_CHARS = 120  # a balloon's text, the screenplay's MAX_LINE (kept equal by a test)
+MAX_TITLE = 80  # a screenplay's title (kept equal by a test)
 
 # A blank line: two line breaks or more, with spaces between (``\r\n`` is one line break).
 _BLANK = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n))+")
@@ -76,8 +83,10 @@ class Quote:
     end: int
     unit: int
     text: str
-    hint: str | None  # who says it, guessed from the text (a name), or None
+    hint: str | None  # who says it, from the text (a name), or None
     attributed: bool  # the hint is an attribution next to the quote
+    evidence: str | None = None  # why (``evidence.py``): attribution, pronoun, beat, continuation, …
+    sure: bool = False  # the text settles it: forced in the script call
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,7 @@ class SourceMap:
     quotes: tuple[Quote, ...]
     lines: tuple[SourceLine, ...]
     names: tuple[NameCandidate, ...]
+    title: str | None = None  # the chapter's heading, verbatim (``heading.py``), or None
 
     @classmethod
     def of(cls, text: str, language: str) -> SourceMap:
@@ -195,15 +205,14 @@ def source_map(text: str, language: str) -> SourceMap:
     said = [attribution(text, s, b, language) for s, b in zip(spans, bounds, strict=True)]
     outside = narration(text, spans)
     names = tuple(find_names(outside, said, language, "\n".join(text[a:b] for a, b in spans)))
-    # A hint may come from the paragraph before (the narration that leads into a line of its own).
-    wide = [
-        (paragraphs[max(0, para_index - 1)].start, b)
-        for para_index, (_, b) in zip((units[u - 1].paragraph for u in quote_units), bounds, strict=True)
+    places = [
+        QuotePlace(span, bound, units[u - 1].paragraph, paragraphs[max(0, units[u - 1].paragraph - 1)].start)
+        for span, bound, u in zip(spans, bounds, quote_units, strict=True)
     ]
-    hints = _hints(text, spans, wide, [b[0] for b in bounds], said, [c.name for c in names], language)
+    speakers = speakers_of(text, places, said, [c.name for c in names], language)
     quotes = tuple(
-        Quote(n, a, b, u, text[a:b], hint, said[n - 1] is not None)
-        for n, ((a, b), u, hint) in enumerate(zip(spans, quote_units, hints, strict=True), 1)
+        Quote(n, a, b, u, text[a:b], who.name, said[n - 1] is not None, who.evidence, who.sure)
+        for n, ((a, b), u, who) in enumerate(zip(spans, quote_units, speakers, strict=True), 1)
     )
     lines: list[SourceLine] = []
     for q in quotes:
@@ -211,25 +220,9 @@ def source_map(text: str, language: str) -> SourceMap:
         parts = [p for p in parts if p]
         for k, part in enumerate(parts, 1):
             lines.append(SourceLine(len(lines) + 1, q.number, k, len(parts), part, q.unit))
-    return SourceMap(text, language, tuple(paragraphs), units, quotes, tuple(lines), names)
-
-
-def _addressed(
-    span: tuple[int, int],
-    keys: list[str],
-    positions: dict[str, list[int]],
-    by_key: dict[str, str],
-    speaker: str | None,
-) -> str | None:
-    """The name used first inside the quote at ``span`` (its own speaker's excepted): whom it
-    speaks to."""
-    found = []
-    for key in keys:
-        where = positions[key]
-        j = bisect.bisect_left(where, span[0])
-        if j < len(where) and where[j] < span[1] and by_key[key] != speaker:
-            found.append((where[j], by_key[key]))
-    return min(found)[1] if found else None
+    return SourceMap(
+        text, language, tuple(paragraphs), units, quotes, tuple(lines), names, heading(text, MAX_TITLE)
+    )
 
 
 def flat(text: str) -> str:
@@ -241,48 +234,3 @@ def flat(text: str) -> str:
         return "" if _CJK.match(a) and _CJK.match(b) else " "
 
     return re.sub(r"[ \t\u3000]*(?:\r\n|\r|\n)[ \t\u3000]*", join, text.strip())
-
-
-def narration(text: str, spans: list[tuple[int, int]]) -> str:
-    """The text outside quotes, each quote's inside as ``…``."""
-    pieces, pos = [], 0
-    for a, b in spans:
-        pieces += [text[pos:a], "…"]
-        pos = b
-    pieces.append(text[pos:])
-    return "".join(pieces)
-
-
-def _hints(
-    text: str,
-    spans: list[tuple[int, int]],
-    bounds: list[tuple[int, int]],
-    starts: list[int],
-    said: list[str | None],
-    names: list[str],
-    language: str,
-) -> list[str | None]:
-    """Each quote's speaker guess: its attribution, else the one the quote just before spoke to
-    (a name inside it, when it lies in this quote's reach (``bounds``) but in an earlier paragraph
-    than this quote's own (which starts at ``starts``): the addressee replies), else the nearest
-    name, else turn-taking."""
-    lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text) if language == "en" else text
-    keys = [n.lower() for n in names] if language == "en" else names
-    by_key = dict(zip(keys, names, strict=True))
-    if language == "en":  # a titled name is also used bare: "Hollis did not look up"
-        bare = {b.lower(): n for n in names if (b := bare_name(n)) and b.lower() not in by_key}
-        by_key.update(bare)
-        keys += list(bare)
-    positions = name_positions(lowered, keys)  # once: a quote never searches its whole paragraph
-    hints: list[str | None] = []
-    for i, (span, bound) in enumerate(zip(spans, bounds, strict=True)):
-        hint = said[i]
-        if hint is None and i >= 1 and bound[0] < spans[i - 1][1] <= starts[i]:
-            hint = _addressed(spans[i - 1], keys, positions, by_key, hints[-1])
-        if hint is None:
-            near = nearest_name(lowered, span, bound, keys, positions)
-            hint = by_key[near] if near else None
-        if hint is None and i >= 2 and hints[-1] and hints[-2] and hints[-1] != hints[-2]:
-            hint = hints[-2]
-        hints.append(hint)
-    return hints

@@ -146,6 +146,16 @@ def find_quotes(text: str, language: str) -> list[str]:
     return [text[a:b] for a, b in find_quote_spans(text, language)]
 
 
+def narration(text: str, spans: list[tuple[int, int]]) -> str:
+    """The text outside quotes, each quote's inside as ``…``."""
+    pieces, pos = [], 0
+    for a, b in spans:
+        pieces += [text[pos:a], "…"]
+        pos = b
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
 # ---- a quote in balloons ----
 
 _SENTENCE_CUT = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")

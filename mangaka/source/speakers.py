@@ -47,6 +47,7 @@ _VERBS_EN = (
     r"admitted|agreed|repeated|began|warned|offered|protested|announced|hissed|pleaded|stammered|barked|"
     r"grumbled|chuckled|groaned|gasped|declared|remarked|retorted|mumbled|shrieked|screamed|roared"
 )
+SPEECH_VERBS_EN = _VERBS_EN  # what a speaker does next to a quote, for the other readers of attributions
 _PERSON_NOUNS = (
     r"man|woman|boy|girl|keeper|innkeeper|shopkeeper|stranger|guard|soldier|king|queen|prince|"
     r"princess|teacher|doctor|captain|principal|priest|merchant|girl|lady|gentleman|child|kid|"
@@ -79,6 +80,7 @@ _VERBS_ZH = (
     r"(?:低声|轻声|大声|冷冷地|淡淡地|笑着|忽然|又|也|终于|小声)?"
     r"(?:说道|说|道|问道|问|答道|答|喊道|喊|叫道|笑道|叹道|开口)"
 )
+SPEECH_VERBS_ZH = _VERBS_ZH
 _ATTR_ZH = re.compile(rf"([\u4e00-\u9fff]{{2,3}}?){_VERBS_ZH}[：:，,]?\s*$")
 _AFTER_ZH = re.compile(rf"^[，,]?\s*([\u4e00-\u9fff]{{2,3}}?){_VERBS_ZH}")
 _NOT_NAMES_ZH = re.compile(

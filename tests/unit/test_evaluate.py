@@ -115,7 +115,12 @@ def _beat_diagnosis(case: GoldCase, reference: Screenplay) -> str:
 def test_the_reference_scores_full_marks(case: GoldCase):
     reference = case.reference()
     scores = score(case.text, case.gold, reference)
-    low = {m: getattr(scores, m) for m in METRICS if getattr(scores, m) != 1.0}
+    # speaker_forced is undefined for a chapter whose reading settles no speaker (the Japanese ones)
+    low = {
+        m: v
+        for m in METRICS
+        if (v := getattr(scores, m)) != 1.0 and not (v is None and m == "speaker_forced")
+    }
     assert not low, f"{case.id}: {scores.summary()}\n" + _beat_diagnosis(case, reference)
     assert scores.quotes_total == scores.quotes_recalled == len(case.gold.quotes)
 

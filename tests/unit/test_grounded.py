@@ -24,6 +24,8 @@ from mangaka.screenplay.grounded import (
     panel_ranges,
     repair_grounded,
     repair_ids,
+    repair_sure,
+    strip_annotations,
 )
 from mangaka.screenplay.models import MAX_LINE, NARRATOR, SCREENPLAY_VERSION
 from mangaka.screenplay.request import ScreenplayRequest
@@ -93,14 +95,16 @@ def script_reply(
         for item in dialogue_schema["prefixItems"]:
             fixed = item["properties"]
             likely = fixed.get("likely", {}).get("const")
-            line = {"quote": fixed["quote"]["const"], "speaker": likely or speakers[0], "emotion": "neutral"}
+            speaker = fixed["speaker"].get("const") or likely or speakers[0]
+            line = {"quote": fixed["quote"]["const"], "speaker": speaker, "emotion": "neutral"}
             dialogue.append({"quote": line["quote"], **({"likely": likely} if likely else {}), **line})
     else:
         dialogue = [{"quote": n, "speaker": speakers[0], "emotion": "neutral"} for n in quotes or []]
     count = props["captions"]["minItems"]
     where = caption_panels or [panels[-1]["id"]] * count
     captions = [{"line": f"Caption {k + 1}.", "panel": where[k]} for k in range(count)]
-    return {"title": "Closing Time", "panels": panels, "dialogue": dialogue, "captions": captions}
+    title = props["title"].get("const", "Closing Time")
+    return {"title": title, "panels": panels, "dialogue": dialogue, "captions": captions}
 
 
 def answer(schema: dict[str, Any]) -> dict[str, Any]:
@@ -477,9 +481,11 @@ def test_a_chapter_naming_nobody_gets_the_models_cast_even_with_a_bible(caplog):
 
 
 def test_speaker_hints_off_shows_the_model_no_likely_speaker():
-    """The text's attributions reach the model as ``likely`` (listing and schema) unless the
-    request turns them off; the rest of the call is the same."""
-    chapter = _scene("Mei", "Akira", 3)
+    """The reading's guesses (here the name nearest each line, two people in each paragraph) reach
+    the model as ``likely`` (listing and schema) unless the request turns them off; the rest of the
+    call is the same."""
+    chapter = "\n\n".join(f'Akira watched Mei. "Line {k}."' for k in range(3))
+    assert [(q.hint, q.sure) for q in source_map(chapter, "en").quotes] == [("Mei", False)] * 3
     calls = {}
     for hints in (True, False):
         llm = SchemaLLM(cast_reply, script_reply)
@@ -496,3 +502,50 @@ def test_speaker_hints_off_shows_the_model_no_likely_speaker():
     assert all("likely" not in line for line in lines)
     rest = [{**call["schema"]["properties"], "dialogue": None} for call in (on, off)]
     assert rest[0] == rest[1]
+
+
+def test_the_speakers_and_the_title_the_text_settles_are_forced_whatever_the_hints_option():
+    """An attribution is forced: a ``const`` speaker in the schema and ``speaker mei`` in the
+    listing, with hints on or off; the chapter's heading is the title's ``const``; a reply that
+    differs (a server ignoring ``const``) is repaired to what the chapter says."""
+    chapter = "Chapter 3: Tea\n\n" + _scene("Mei", "Akira", 3)
+    for hints in (True, False):
+        llm = SchemaLLM(cast_reply, script_reply)
+        sp = write_screenplay(
+            llm, chapter, ScreenplayRequest(panels=3, dialogue=3, speaker_hints=hints)
+        ).screenplay
+        schema = llm.calls[1]["schema"]
+        lines = [item["properties"] for item in schema["properties"]["dialogue"]["prefixItems"]]
+        assert [line["speaker"]["const"] for line in lines] == ["mei"] * 3
+        assert all("likely" not in line for line in lines)
+        assert schema["properties"]["title"]["const"] == "Chapter 3: Tea" == sp.title
+        said = "\n".join(m["content"] for m in llm.calls[1]["messages"])
+        assert said.count(", speaker mei]") == 3
+    script = script_reply(llm.calls[1]["schema"])
+    wrong = {**script, "title": "Other", "dialogue": [{**d, "speaker": "akira"} for d in script["dialogue"]]}
+    fixed, repairs = repair_sure(wrong, {d["quote"]: "mei" for d in script["dialogue"]}, "Chapter 3: Tea")
+    assert fixed["title"] == "Chapter 3: Tea" and {d["speaker"] for d in fixed["dialogue"]} == {"mei"}
+    assert len(repairs) == 4
+
+
+def test_the_prompts_annotations_never_reach_a_screenplay():
+    """A small model copies the listing's ``[3, likely mei]`` into free text: every string of a
+    reply is cleaned (and the repair logged); one left empty is sent back by validation."""
+    leaked = {
+        "title": "Chapter 1: The Lantern Shop. Chapter 2: [3, likely mei] by [7, mei] (2022) in [6",
+        "panels": [{"id": "p1", "action": "[3] Mei enters", "props": ["[4, part 1 of 2] lamp"]}],
+        "captions": [{"line": "Rain [2]–[5] falls", "panel": "p1"}],
+        "dialogue": [{"quote": 3, "speaker": "mei", "emotion": "neutral"}],
+    }
+    clean, repairs = strip_annotations(leaked)
+    assert clean["title"] == "Chapter 1: The Lantern Shop. Chapter 2: by (2022) in"
+    assert clean["panels"][0] == {"id": "p1", "action": "Mei enters", "props": ["lamp"]}
+    assert clean["captions"][0]["line"] == "Rain falls" and clean["dialogue"] == leaked["dialogue"]
+    assert [r.path for r in repairs] == [
+        "title",
+        "panels[0].action",
+        "panels[0].props[0]",
+        "captions[0].line",
+    ]
+    assert strip_annotations(clean) == (clean, [])
+    assert strip_annotations({"title": "The [Redacted] file, part [two]"})[1] == []

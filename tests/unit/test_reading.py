@@ -1,0 +1,239 @@
+"""The reading of a chapter (``mangaka/source/evidence.py``, ``heading.py``, ``reading.py``): who
+speaks with the evidence and how sure, the title from the heading, the reading file and a person's
+corrections of it, and ``python -m mangaka read``."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mangaka.__main__ import main
+from mangaka.errors import InputError
+from mangaka.evaluate.goldset import load_gold_set
+from mangaka.names import name_match
+from mangaka.source import source_map
+from mangaka.source.heading import heading
+from mangaka.source.reading import corrections, load_corrections, reading_json, reading_text
+from tests.unit.source_checks import check_map
+
+DEMO = Path(__file__).resolve().parents[2] / "prompts" / "samples" / "demo_chapter.en.txt"
+
+
+def speakers(text: str, lang: str = "en") -> list[tuple[str | None, str | None, bool]]:
+    return [(q.hint, q.evidence, q.sure) for q in check_map(text, lang).quotes]
+
+
+# ---- who speaks ----
+
+
+def test_the_demo_chapter_says_who_speaks_every_line():
+    """The old man says "We're closed" (the one person the paragraph names), "What do you want,
+    girl?" (his beat) and "Sit down" ("he said": the one man the narration before names)."""
+    assert speakers(DEMO.read_text(encoding="utf-8")) == [
+        ("the old man", "beat", True),
+        ("Mei", "attribution", True),
+        ("the old man", "beat", True),
+        ("Mei", "beat", True),
+        ("the old man", "pronoun", True),
+        ("the old man", "continuation", True),
+    ]
+
+
+def test_an_action_beat_of_one_person_settles_the_line_and_two_people_leave_it_open():
+    lead = "The lamp was out, and Ada knelt. Then Tobias came, and Ada stood.\n\n"
+    assert speakers(lead + 'Ada crouched by the lamp. "Look at this."') == [("Ada", "beat", True)]
+    two = speakers(lead + 'Ada looked at Tobias. "Look at this."')
+    assert two[0][2] is False  # two people act: a guess at most
+    # A possessive is not a person acting: "the keeper's niece" is Pip's beat.
+    text = 'Pip sat by Tobias. Tobias waited.\n\nIt was Pip, Tobias\'s niece. "I saw a light."'
+    assert speakers(text)[-1] == ("Pip", "beat", True)
+
+
+def test_a_pronoun_attribution_is_the_one_person_of_that_pronoun_named_before():
+    text = (
+        "In came Mei. She shook her umbrella. Then Mei smiled. She sat down.\n\n"
+        "Behind the desk, Hollis looked up. He put down his brush. Then Hollis sighed. He stood.\n\n"
+        '"Sit," he said.'
+    )
+    assert speakers(text) == [("Hollis", "pronoun", True)]
+    both = text.replace('"Sit," he said.', 'Mei waited, and Hollis frowned.\n\n"Thanks," she said.')
+    assert speakers(both) == [("Mei", "pronoun", True)]
+    # A person the line speaks to is not the one speaking it.
+    spoken_to = both.replace('"Thanks," she said.', '"Mei, sit," he said.')
+    assert speakers(spoken_to) == [("Hollis", "pronoun", True)]
+    # Nobody of that pronoun named since the paragraph before: no answer.
+    assert speakers(text.replace('"Sit," he said.', '"Thanks," she said.'))[0][2] is False
+
+
+def test_a_paragraph_is_one_speakers_turn():
+    text = 'Rain fell.\n\n"Come in," said Mei. "Sit down. Have some tea."'
+    assert speakers(text) == [("Mei", "attribution", True), ("Mei", "continuation", True)]
+
+
+def test_chinese_beats_attributions_and_pronouns():
+    text = (
+        "林晚推开门。她把伞放下。林晚坐下。她笑了。\n\n"
+        "周屿抬起头。他打了个哈欠。周屿站起来。他走了。\n\n“走吧。”他说。"
+    )
+    assert speakers(text, "zh") == [("周屿", "pronoun", True)]
+    assert speakers("雨停了。沈青衣进门。\n\n沈青衣放下茶杯：“你来了。”", "zh") == [("沈青衣", "beat", True)]
+
+
+def test_the_reading_is_never_wrong_where_it_is_sure_on_the_gold_set():
+    """Every speaker the reading settles on the built-in gold set is the gold speaker (a name of
+    the gold character or one of its aliases); the reading settles at least a quarter of them."""
+    sure = right = total = 0
+    for case in load_gold_set():
+        m = source_map(case.text, case.gold.language)
+        by_text = {q.text: q for q in m.quotes}
+        for gq in case.gold.quotes:
+            total += 1
+            q = by_text.get(gq.text)
+            if q is None or not q.sure or gq.speaker is None:
+                continue
+            sure += 1
+            gold = case.gold.character(gq.speaker)
+            right += name_match(q.hint or "", [gold.name, *gold.aliases], case.gold.language) > 0
+    assert sure >= total // 4 and right == sure, (right, sure, total)
+
+
+# ---- the title ----
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("Chapter 1: The Lantern Shop\n\nRain fell.", "Chapter 1: The Lantern Shop"),
+        ("CHAPTER I\n\nThe Letter\n\nIt came on a Monday.", "CHAPTER I: The Letter"),
+        ("第十二話　雪の駅\n\n雪が降っていた。", "第十二話　雪の駅"),
+        ("第七章 雨夜\n雨下了一夜。", "第七章 雨夜"),
+        ("第一章\n\n雨夜\n\n雨下了一夜。", "第一章　雨夜"),
+        ("제3화 비 오는 날\n\n비가 왔다.", "제3화 비 오는 날"),
+        ("Chapitre 2 — Le port\n\n— Tu viens ? demanda-t-il.", "Chapitre 2 — Le port"),
+        ("Глава 5\n\nБыло холодно.", "Глава 5"),
+        ("Prologue\n\nThe sea was calm that night.", "Prologue"),
+        ("Rain fell on Kiri Lane.\n\nMei came in.", None),
+        ('"We\'re closed," said a voice.', None),
+        ("Chapter one of my life began when I was born, as many lives do.\n\nx", None),
+    ],
+)
+def test_the_title_is_the_chapters_heading_verbatim(text: str, title: str | None):
+    assert heading(text) == title
+
+
+def test_every_gold_chapters_heading_is_its_gold_title():
+    for case in load_gold_set():
+        assert source_map(case.text, case.gold.language).title == case.gold.title, case.id
+
+
+# ---- the reading file and a person's corrections ----
+
+
+def test_the_reading_file_names_every_quote_with_its_speaker_and_evidence():
+    m = source_map(DEMO.read_text(encoding="utf-8"), "en")
+    data = reading_json(m)
+    assert data["title"] == "Chapter 1: The Lantern Shop" and data["language"] == "en"
+    assert [q["speaker"] for q in data["quotes"]][:3] == ["the old man", "Mei", "the old man"]
+    assert {n["name"]: n["aliases"] for n in data["names"]} == {"Mei": [], "the old man": ["an old man"]}
+    assert data["scenes"] == [{"first_paragraph": 1, "last_paragraph": 8}]
+    assert json.loads(json.dumps(data)) == data
+    assert "the old man [pronoun, sure]: Sit down," in reading_text(m)
+
+
+def test_a_persons_corrections_are_forced_and_the_rest_is_kept():
+    m = source_map(DEMO.read_text(encoding="utf-8"), "en")
+    data = reading_json(m)
+    data["quotes"][0]["speaker"] = "a voice"  # a person who is not in the names yet
+    data["quotes"][1]["speaker"] = None  # leave it to the model
+    data["names"] = [{"name": "Mei"}, {"name": "the old man"}]
+    data["title"] = "The Lantern Shop"
+    fixed = corrections(data, m).apply(m)
+    assert [(q.hint, q.evidence, q.sure) for q in fixed.quotes[:3]] == [
+        ("a voice", "person", True),
+        (None, None, False),
+        ("the old man", "beat", True),
+    ]
+    assert [c.name for c in fixed.names] == ["Mei", "the old man", "a voice"]
+    assert fixed.title == "The Lantern Shop"
+    assert corrections(reading_json(m), m).apply(m) == m  # nothing changed: the same reading
+
+
+def _refused(data: object, m, field: str) -> None:
+    with pytest.raises(InputError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        corrections(data, m)
+
+
+def test_hostile_readings_are_refused_naming_the_field():
+    m = source_map(DEMO.read_text(encoding="utf-8"), "en")
+    good = reading_json(m)
+
+    def bad(**change: object) -> dict:
+        data = copy.deepcopy(good)
+        data.update(change)
+        return data
+
+    _refused([], m, "reading")
+    _refused(bad(reading=7), m, "reading")
+    _refused(bad(chapter={"sha256": "0" * 64}), m, "chapter.sha256")
+    other = source_map('Chapter 2\n\nAnother chapter. "Hi," said Ada.', "en")
+    _refused(reading_json(other), m, "chapter.sha256")  # another chapter's reading
+    _refused(bad(language="zh"), m, "language")
+    _refused(bad(names="Mei"), m, "names")
+    _refused(bad(names=[{"name": ""}]), m, r"names[0].name")
+    _refused(bad(names=[{"name": "x" * 500}]), m, r"names[0].name")
+    quotes = copy.deepcopy(good["quotes"])
+    quotes[0]["number"] = 99
+    _refused(bad(quotes=quotes), m, "quotes[0].number")
+    quotes = copy.deepcopy(good["quotes"])
+    quotes[2]["number"] = True
+    _refused(bad(quotes=quotes), m, "quotes[2].number")
+    quotes = copy.deepcopy(good["quotes"])
+    quotes[1]["text"] = "Something else"
+    _refused(bad(quotes=quotes), m, "quotes[1].text")
+    quotes = copy.deepcopy(good["quotes"])
+    quotes[1]["speaker"] = 3
+    _refused(bad(quotes=quotes), m, "quotes[1].speaker")
+    _refused(bad(quotes={}), m, "quotes")
+    _refused(bad(title=""), m, "title")
+
+
+def test_a_reading_file_that_is_not_json_or_missing_is_refused(tmp_path: Path):
+    m = source_map(DEMO.read_text(encoding="utf-8"), "en")
+    with pytest.raises(InputError, match="does not exist"):
+        load_corrections(tmp_path / "none.json", m)
+    (tmp_path / "bad.json").write_bytes(b"\xff{")
+    with pytest.raises(InputError, match="not UTF-8 JSON"):
+        load_corrections(tmp_path / "bad.json", m)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('ab. "“”「」,\n—«»HeShe说她他'))))
+def test_any_text_reads_back_into_its_own_reading(text: str):
+    """Whatever the chapter, its reading file is JSON whose corrections change nothing."""
+    for lang in ("en", "zh"):
+        m = source_map(text, lang)
+        data = json.loads(json.dumps(reading_json(m)))
+        assert corrections(data, m).apply(m) == m
+        assert all(q.sure <= (q.hint is not None) for q in m.quotes)
+
+
+# ---- the command ----
+
+
+def test_read_prints_the_reading_and_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["read", str(DEMO)]) == 0
+    shown = capsys.readouterr().out
+    assert "title: Chapter 1: The Lantern Shop" in shown
+    assert "6 with a speaker the text settles" in shown
+    out = tmp_path / "demo.reading.json"
+    assert main(["read", str(DEMO), "--json", "-o", str(out)]) == 0
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["quotes"][2]["speaker"] == "the old man"
+    assert main(["read", str(tmp_path / "missing.txt")]) == 1
+    with pytest.raises(SystemExit):
+        main(["read", str(DEMO), "--language", "xx"])

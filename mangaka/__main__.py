@@ -68,8 +68,8 @@ def cmd_read(args: argparse.Namespace) -> int:
     from .source import source_map
     from .source.reading import reading_json, reading_text
 
-    request = ScreenplayRequest(language=args.language)  # the option's own check
     chapter = read_chapter(args.chapter)
+    request = ScreenplayRequest(language=args.language).for_chapter(chapter)
     m = source_map(chapter, request.language)
     text = (
         json.dumps(reading_json(m), ensure_ascii=False, indent=2) + "\n"

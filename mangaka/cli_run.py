@@ -315,6 +315,7 @@ def prepare_write(
     request = request_from_args(args)
     load_options_from_args(args)
     chapter = read_chapter(chapter_path)
+    request = request.for_chapter(chapter)  # its language: read from the text, or checked against it
     reading = None
     if getattr(args, "reading", None) is not None:  # refused before any model loads
         reading = load_corrections(args.reading, source_map(chapter, request.language))

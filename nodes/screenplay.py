@@ -19,6 +19,8 @@ from ..mangaka.screenplay.models import MAX_SCENE_PANELS
 from ..mangaka.screenplay.options import OPTIONS
 from ..mangaka.screenplay.request import ScreenplayRequest, check_chapter
 from ..mangaka.screenplay.scenes import AUTO, DEFAULT_SCENE_CHARS
+from ..mangaka.source import source_map
+from ..mangaka.source.reading import Corrections, corrections, reading_text
 from . import _comfy, memory
 from ._comfy import from_widgets, widget
 from .bible import bible_inputs, read_series_bible, series_bible_problem
@@ -77,7 +79,16 @@ def _screenwriter_inputs() -> list:
         ),
     ]
     placed = {item.id for item in shown}
-    return shown + [widget(o, optional=True) for o in OPTIONS.values() if o.widget and o.widget not in placed]
+    declared = [widget(o, optional=True) for o in OPTIONS.values() if o.widget and o.widget not in placed]
+    reading = io.String.Input(
+        "reading",
+        multiline=True,
+        default="",
+        optional=True,
+        tooltip="The chapter's reading (the report shows it; `python -m mangaka read CHAPTER --json` "
+        "writes it as JSON), corrected by you and pasted here: its speakers, names and title are forced",
+    )
+    return [*shown, *declared, reading]
 
 
 def _screenwriter_outputs() -> list:
@@ -117,13 +128,16 @@ class Screenwriter(io.ComfyNode):
         bible: str | None = None,
         bible_file: str | None = None,
         auto_counts: str | None = None,
+        reading: str | None = None,
         **widgets,
     ) -> bool | str:
         # Widget values arrive here; a linked input is None until it runs (checked then, in execute).
         try:
             if chapter is not None:
                 check_chapter(chapter, "the chapter")
-            _request(widgets, auto_counts or AUTO_COUNTS[0])
+            request = _request(widgets, auto_counts or AUTO_COUNTS[0])
+            if chapter is not None:
+                _corrections(reading, chapter, request.for_chapter(chapter))
         except InputError as exc:
             return f"Screenwriter: {exc}"
         if problem := series_bible_problem(bible, bible_file):
@@ -139,10 +153,13 @@ class Screenwriter(io.ComfyNode):
         bible_file: str | None = None,
         chapter_number: int = 1,
         auto_counts: str = AUTO_COUNTS[0],
+        reading: str | None = None,
         **widgets,
     ) -> io.NodeOutput:
         memory.check_hooks()  # the LLM loads here again after a release: its room asked for
-        request = _request(widgets, auto_counts)
+        check_chapter(chapter, "the chapter")
+        request = _request(widgets, auto_counts).for_chapter(chapter)
+        corrected = _corrections(reading, chapter, request)
         series = read_series_bible(bible, bible_file)
         try:
             with _comfy.comfy_interrupts():
@@ -152,6 +169,7 @@ class Screenwriter(io.ComfyNode):
                     request,
                     bible=series,
                     context=CallContext(on_progress=_comfy.progress(), cancel=_comfy.cancel_requested()),
+                    reading=corrected,
                 )
         finally:
             release_if_asked(llm, "Screenwriter")
@@ -159,11 +177,27 @@ class Screenwriter(io.ComfyNode):
         text = json.dumps(data, ensure_ascii=False, indent=2)
         kept = dialogue_kept(chapter, result.screenplay)
         report = f"{result.report()}\n{fidelity_report(chapter, result.screenplay)}"
+        shown = source_map(chapter, request.language)
+        report += "\n\nreading (correct it and paste it as JSON into the reading input):\n"
+        report += reading_text(corrected.apply(shown) if corrected else shown)
         if warning := kept.advice("dialogue_lines"):
             log.warning("Screenwriter: %s", warning)
             report += f"\nwarning: {warning}"
         learned = (series or SeriesBible()).updated_with(result.screenplay, chapter_number)
         return io.NodeOutput(data, text, result.thinking, report, learned.to_json())
+
+
+def _corrections(reading: str | None, chapter: str, request: ScreenplayRequest) -> Corrections | None:
+    """The reading input (a corrected reading as JSON) for this chapter, or None when it is empty."""
+    if not reading or not reading.strip():
+        return None
+    try:
+        data = json.loads(reading)
+    except ValueError as exc:
+        raise InputError(
+            f"reading: not JSON ({exc}); paste the JSON of `python -m mangaka read --json`"
+        ) from None
+    return corrections(data, source_map(chapter, request.language))
 
 
 def _request(widgets: Mapping[str, Any], auto_counts: str = "off") -> ScreenplayRequest:

@@ -3,7 +3,7 @@
 ``score(chapter_text, gold, screenplay, cost=None) -> Scores``. Every metric is a number from 0
 to 1 (higher is better), or ``None`` where it is undefined (the reason is given with each). With
 a gold file (``GoldChapter``, see ``goldset.py``) every metric is computed; without one
-(``gold=None``) the chapter's quotes are found by its quote marks (``quotes.find_quotes``) and
+(``gold=None``) the chapter's spoken quotes are found by its quote marks (``source.spoken_quotes``) and
 only quote recall and quote order are computed, the rest are ``None``.
 
 Texts are compared after folding: Unicode NFKC, casefolded, whitespace runs as one space. The
@@ -64,10 +64,9 @@ from typing import NamedTuple
 
 from ..errors import InputError
 from ..screenplay.models import MAX_DIALOGUE, NARRATOR, Line, Panel, Screenplay
-from ..source import source_map
+from ..source import source_map, spoken_quotes
 from .goldset import GoldChapter, fold
 from .matching import QuoteMatch, match_cast, match_quotes, order_agreement, quote_key, reading_order
-from .quotes import find_quotes
 
 # Below this share of a chapter's quoted lines, ``dialogue_kept`` warns.
 KEPT_WARNING_SHARE = 0.5
@@ -256,7 +255,7 @@ def score(
     if gold is not None:
         quotes = [q.text for q in gold.quotes]
     elif screenplay is not None:
-        quotes = find_quotes(chapter_text, screenplay.language)
+        quotes = spoken_quotes(chapter_text, screenplay.language)
     else:
         raise InputError("score: give a gold file or a screenplay, so the chapter's language is known")
     if screenplay is None:
@@ -323,9 +322,9 @@ def dialogue_kept(chapter_text: str, screenplay: Screenplay) -> DialogueKept:
     those numbers (a quote lettered over several lines counts once); another by matching texts."""
     numbers = [line.quote for line in reading_lines(screenplay) if line.quote is not None]
     if numbers:
-        total = len(source_map(chapter_text, screenplay.language).quotes)
+        total = sum(q.kind == "speech" for q in source_map(chapter_text, screenplay.language).quotes)
         return DialogueKept(len(set(numbers)), total, numbers == sorted(numbers))
-    quotes = find_quotes(chapter_text, screenplay.language)
+    quotes = spoken_quotes(chapter_text, screenplay.language)
     matches = match_quotes(quotes, screenplay)
     order = quote_order(matches, screenplay)
     kept = sum(m.last - m.first + 1 for m in matches)

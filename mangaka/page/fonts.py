@@ -40,6 +40,10 @@ FACE_HK = 4
 _FACES: dict[str, int] = {
     "ja": FACE_JP,
     "en": FACE_JP,
+    "fr": FACE_JP,  # Latin with its diacritics and Cyrillic are in every face (Noto Sans CJK)
+    "es": FACE_JP,
+    "de": FACE_JP,
+    "ru": FACE_JP,
     "ko": FACE_KR,
     "zh": FACE_SC,
     "zh-cn": FACE_SC,

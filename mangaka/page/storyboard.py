@@ -4,7 +4,7 @@ Each card shows the panel id and number, shot and angle, a placeholder camera fr
 follows the shot, the horizon follows the angle), the cast present, action, expression, background,
 lighting, props, and the panel's lines with their emotions (each line as a balloon letters it:
 ``lettered.py``). Labels, shot and angle names, emotions and captions are in the screenplay's
-language (``prompts/storyboard/labels.json``: en, zh, ja).
+language (``prompts/storyboard/labels.json``: en, zh, ja, ko, fr, es, ru, de).
 Text that does not fit is never dropped silently: the body text shrinks down to a minimum size,
 then over-long fields end with "…" and a warning names the panel and the fields cut.
 """

@@ -135,6 +135,7 @@ def write_screenplay(
     request = _request(request)
     context = context or CallContext()
     check_chapter(chapter)
+    request = request.for_chapter(chapter)
     known_cast = check_cast(cast) if cast is not None else None
     if known_cast is not None and bible:
         known_cast, _ = bible.map_cast(known_cast, request.language)
@@ -454,6 +455,7 @@ def write_cast(
     request = _request(request)
     context = context or CallContext()
     check_chapter(chapter)
+    request = request.for_chapter(chapter)
     grounding = _grounding(chapter, request, reading)
     scenes = plan_scenes(llm, chapter, request)
     parts = _scene_groundings(scenes, grounding)

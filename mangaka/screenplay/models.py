@@ -51,7 +51,7 @@ MAX_UNITS = 1_000_000  # a chapter's source units (numbers in ``Panel.source``)
 NARRATOR = "narrator"
 ID_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 
-Language = Literal["zh", "en", "ja"]
+Language = Literal["zh", "en", "ja", "ko", "fr", "es", "ru", "de"]
 Emotion = Literal[
     "neutral",
     "happy",

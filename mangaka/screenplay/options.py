@@ -37,8 +37,10 @@ PROMPT_LANGUAGES = ("en", "zh", "ja")
 
 OPTIONS = declare(
     Option(
-        "language", "en", "Language of the dialogue and descriptions", "台词和描述使用的语言",
-        choices=LANGUAGES, flag="--language", widget="language", name_zh="语言",
+        "language", "auto",
+        "Language of the chapter, its dialogue and descriptions; auto: read from the chapter's text",
+        "章节、台词和描述的语言；auto：从章节文字识别",
+        choices=("auto", *LANGUAGES), flag="--language", widget="language", name_zh="语言",
     ),
     Option(
         "panels", 6,

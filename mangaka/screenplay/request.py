@@ -9,12 +9,13 @@ second, so a bad input never costs a model load (a minute and 22 GB for Qwen3.5-
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
 from ..llm.base import Sampling, sampling_preset
-from .models import LANGUAGES
+from ..source.language import NAMES as LANGUAGE_NAME
+from ..source.language import detect_language
 from .options import (  # noqa: F401 - the limits, re-exported where callers look for them
     DEFAULT_SAMPLING,
     DIALOGUE_FROM,
@@ -103,10 +104,7 @@ class ScreenplayRequest:
                 )
             elif o.low is not None and o.field != "seed":  # the seed: checked with its preset, below
                 check_count(o.field, getattr(self, o.field), o.low, o.high)
-        if self.language not in LANGUAGES:
-            raise InputError.about(
-                "language", f"{self.language!r} is not supported; choose one of: {', '.join(LANGUAGES)}"
-            )
+        OPTIONS["language"].check(self.language)
         OPTIONS["speaker_hints"].check(self.speaker_hints)
         if self.dialogue_from not in DIALOGUE_FROM:
             raise InputError.about(
@@ -133,6 +131,22 @@ class ScreenplayRequest:
             raise InputError.about(
                 "sampling", f"must be a preset name or Sampling, got {type(self.sampling).__name__}"
             )
+
+    def for_chapter(self, chapter: str) -> ScreenplayRequest:
+        """This request with the chapter's language: detected from its text for ``auto``; an explicit
+        one the text clearly contradicts is refused, naming both (the quote marks and names of one
+        language do not read another's text; translation is not a step of this pack)."""
+        found = detect_language(chapter)
+        if self.language == "auto":
+            return replace(self, language=found.language)
+        if found.sure and found.language != self.language:
+            raise InputError.about(
+                "language",
+                f"is {self.language!r} ({LANGUAGE_NAME.get(self.language, self.language)}), but the chapter "
+                f"is written in {found.name} ({found.why}); choose 'auto' or {found.language!r} (a "
+                "screenplay keeps its chapter's language: translate the chapter first)",
+            )
+        return self
 
     @property
     def grounded(self) -> bool:

@@ -56,13 +56,32 @@ from .validate import cast_problems, validate_screenplay
 
 logger = logging.getLogger(__name__)
 
-# Each screenplay language has prompt files of its own: a screenplay is prompted in its language.
-PROMPT_LANGUAGE = {"en": "en", "zh": "zh", "ja": "ja"}
-LANGUAGE_NAMES = {
-    "en": {"en": "English", "zh": "Simplified Chinese", "ja": "Japanese"},
-    "zh": {"en": "英文", "zh": "简体中文", "ja": "日文"},
-    "ja": {"en": "英語", "zh": "簡体字中国語", "ja": "日本語"},
+# Each screenplay language is prompted in the language of its prompt files: its own where there
+# are some (en, zh, ja), else English (``prompt_language`` chooses another).
+PROMPT_LANGUAGE = {
+    "en": "en",
+    "zh": "zh",
+    "ja": "ja",
+    "ko": "en",
+    "fr": "en",
+    "es": "en",
+    "ru": "en",
+    "de": "en",
 }
+LANGUAGE_NAMES = {
+    "en": {
+        "en": "English", "zh": "Simplified Chinese", "ja": "Japanese", "ko": "Korean", "fr": "French",
+        "es": "Spanish", "ru": "Russian", "de": "German",
+    },
+    "zh": {
+        "en": "英文", "zh": "简体中文", "ja": "日文", "ko": "韩文", "fr": "法文", "es": "西班牙文",
+        "ru": "俄文", "de": "德文",
+    },
+    "ja": {
+        "en": "英語", "zh": "簡体字中国語", "ja": "日本語", "ko": "韓国語", "fr": "フランス語",
+        "es": "スペイン語", "ru": "ロシア語", "de": "ドイツ語",
+    },
+}  # fmt: skip
 
 
 class _Cast(BaseModel):

@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from .evidence import QuotePlace, Speaker, speakers_of
 from .heading import heading
+from .kinds import quote_kind
 from .quotes import MAX_QUOTE_CHARS, QUOTE_MARKS, balloon_parts, find_quote_spans, find_quotes, narration
 from .speakers import NameCandidate, attribution, find_names
 
@@ -44,6 +45,7 @@ __all__ = [
     "find_quotes",
     "narration",
     "source_map",
+    "spoken_quotes",
 ]
 
 MAX_UNIT_CHARS = 1200
@@ -87,6 +89,7 @@ class Quote:
     attributed: bool  # the hint is an attribution next to the quote
     evidence: str | None = None  # why (``evidence.py``): attribution, pronoun, beat, continuation, …
     sure: bool = False  # the text settles it: forced in the script call
+    kind: str = "speech"  # or a sign/headline/title ("sign") or a scare quote ("scare"): ``kinds.py``
 
 
 @dataclass(frozen=True)
@@ -205,17 +208,27 @@ def source_map(text: str, language: str) -> SourceMap:
     said = [attribution(text, s, b, language) for s, b in zip(spans, bounds, strict=True)]
     outside = narration(text, spans)
     names = tuple(find_names(outside, said, language, "\n".join(text[a:b] for a, b in spans)))
-    places = [
-        QuotePlace(span, bound, units[u - 1].paragraph, paragraphs[max(0, units[u - 1].paragraph - 1)].start)
-        for span, bound, u in zip(spans, bounds, quote_units, strict=True)
+    kinds = [
+        quote_kind(text, s, b, language, a is not None) for s, b, a in zip(spans, bounds, said, strict=True)
     ]
-    speakers = speakers_of(text, places, said, [c.name for c in names], language)
+    spoken = [k for k, kind in enumerate(kinds) if kind == "speech"]
+    places = [
+        QuotePlace(
+            spans[k], bounds[k], units[u - 1].paragraph, paragraphs[max(0, units[u - 1].paragraph - 1)].start
+        )
+        for k in spoken
+        for u in (quote_units[k],)
+    ]
+    found = speakers_of(text, places, [said[k] for k in spoken], [c.name for c in names], language)
+    speakers = dict(zip(spoken, found, strict=True))
+    nobody = Speaker(None, None, False)
     quotes = tuple(
-        Quote(n, a, b, u, text[a:b], who.name, said[n - 1] is not None, who.evidence, who.sure)
-        for n, ((a, b), u, who) in enumerate(zip(spans, quote_units, speakers, strict=True), 1)
+        Quote(n, a, b, u, text[a:b], who.name, said[n - 1] is not None, who.evidence, who.sure, kinds[n - 1])
+        for n, ((a, b), u) in enumerate(zip(spans, quote_units, strict=True), 1)
+        for who in (speakers.get(n - 1, nobody),)
     )
     lines: list[SourceLine] = []
-    for q in quotes:
+    for q in (q for q in quotes if q.kind == "speech"):  # a sign or a scare quote is no one's line
         parts = [p.strip() for p in balloon_parts(flat(q.text), BALLOON_CHARS)]
         parts = [p for p in parts if p]
         for k, part in enumerate(parts, 1):
@@ -234,3 +247,9 @@ def flat(text: str) -> str:
         return "" if _CJK.match(a) and _CJK.match(b) else " "
 
     return re.sub(r"[ \t\u3000]*(?:\r\n|\r|\n)[ \t\u3000]*", join, text.strip())
+
+
+def spoken_quotes(text: str, language: str) -> list[str]:
+    """The text of each quoted line that is speech (signs, headlines, titles and scare quotes left
+    out: ``kinds.py``), verbatim, in text order: the lines a screenplay keeps."""
+    return [q.text for q in source_map(text, language).quotes if q.kind == "speech"]

@@ -3,12 +3,13 @@
 ``speakers_of(...)`` gives one ``Speaker`` a quote. The evidence, strongest first:
 
 - ``attribution`` (sure): a name right next to the quote with a speech verb (``"…," said Mei``,
-  ``沈砚道``, ``とハルトが言った``; ``speakers.attribution``);
-- ``pronoun`` (sure when one person fits): ``"…," he said`` (``她说``): the person the narration
-  before it names last whose pronoun is that one (each name's pronoun is read from the chapter:
-  the pronoun that follows its uses, or a word such as ``man``, ``Mrs.``); a person named inside
-  the quote is spoken to, not speaking. Sure when the narration since the paragraph before names
-  one person of that pronoun; else the latest one, as a guess;
+  ``沈砚道``, ``とハルトが言った``, ``répondit Marie``, ``지수가 말했다``; ``speakers.attribution``);
+- ``pronoun`` (sure when one person fits): ``"…," he said`` (``她说``, ``demanda-t-il``, ``сказала
+  она``, ``그가 말했다``): the person the narration before it names last whose pronoun is that one
+  (each name's pronoun is read from the chapter: the pronoun that follows its uses, or a word such
+  as ``man``, ``Mrs.``, ``la vieille femme``, ``엄마``); a person named inside the quote is spoken
+  to, not speaking. Sure when the narration since the paragraph before (``_PRONOUN_REACH``
+  characters at most) names one person of that pronoun; else the latest one, as a guess;
 - ``beat`` (sure): the quote's paragraph names, outside its quotes, one person and no other
   (``The old man sighed. "…"``); a possessive (``the keeper's niece``) is not a person acting;
 - ``continuation`` (sure): another quote of the same paragraph has a sure speaker by attribution
@@ -34,6 +35,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import european, korean
+from .language import spaced
 from .quotes import narration
 from .speakers import SPEECH_VERBS_EN, SPEECH_VERBS_ZH, bare_name, name_positions
 
@@ -49,9 +52,12 @@ _PRONOUN_BEFORE_ZH = re.compile(rf"(?P<a>他|她){SPEECH_VERBS_ZH}[：:，,]?\s*
 # object pronoun, "looked at him", "看了看她", often stands for someone else).
 _SUBJECT_EN = r"(?:^|[.!?;][\"”’]?\s+|,\s+(?:and|but|then)\s+)"
 _SUBJECT_ZH = r"(?:^|[。！？；，”」])\s*"
+# Korean and the European languages: ``korean.py``, ``european.py`` (on the text in lower case).
 _PRONOUNS = {
     "en": (re.compile(_SUBJECT_EN + r"he\b"), re.compile(_SUBJECT_EN + r"she\b")),
     "zh": (re.compile(_SUBJECT_ZH + "他(?![们的])"), re.compile(_SUBJECT_ZH + "她(?![们的])")),
+    "ko": korean.SUBJECT_PRONOUNS,
+    **{lang: european.subject_pronouns(lang) for lang in sorted(european.EUROPEAN)},
 }
 _MALE_WORDS_EN = re.compile(
     r"\b(?:man|boy|king|prince|father|uncle|grandfather|gentleman|monk|landlord|mr\.?|sir|lord|master)\b",
@@ -64,6 +70,10 @@ _FEMALE_WORDS_EN = re.compile(
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _WINDOW = 40  # characters next to a quote searched for a pronoun attribution (as for a name)
 _GENDER_REACH = 160  # characters after a name searched for the pronoun that refers to it
+# Characters before a quote searched for the person its pronoun attribution stands for (within the
+# paragraph before and its own): more than two units, so that a chapter of one long paragraph (one
+# line) is not searched from its start for each quote.
+_PRONOUN_REACH = 2400
 
 
 @dataclass(frozen=True)
@@ -126,8 +136,9 @@ class Mentions:
 
 def genders(text: str, mentions: Mentions, language: str) -> dict[str, str]:
     """Each person's pronoun (``m`` or ``f``) as the chapter uses it: a vote of the pronouns that
-    follow their uses (before another person is named) and, in English, the words of the name
-    itself (``the old man``, ``Mrs. Dunne``); people without a clear majority are left out."""
+    follow their uses (before another person is named) and the words of the name itself (``the old
+    man``, ``Mrs. Dunne``, ``la vieille femme``, ``Herr Weber``, ``엄마``); people without a clear
+    majority are left out."""
     if language not in _PRONOUNS:
         return {}
     male, female = _PRONOUNS[language]
@@ -143,6 +154,8 @@ def genders(text: str, mentions: Mentions, language: str) -> dict[str, str]:
             for pattern, g in ((_MALE_WORDS_EN, "m"), (_FEMALE_WORDS_EN, "f")):
                 if pattern.search(name):
                     votes.setdefault(name, Counter())[g] += 3
+        elif (g := _name_gender(name, language)) is not None:
+            votes.setdefault(name, Counter())[g] += 3
     out = {}
     for name, c in votes.items():
         (top, n), *rest = c.most_common()
@@ -151,11 +164,21 @@ def genders(text: str, mentions: Mentions, language: str) -> dict[str, str]:
     return out
 
 
+def _name_gender(name: str, language: str) -> str | None:
+    if language in european.EUROPEAN:
+        return european.name_gender(name, language)
+    return korean.name_gender(name) if language == "ko" else None
+
+
 def pronoun_attribution(
     text: str, span: tuple[int, int], paragraph: tuple[int, int], language: str
 ) -> str | None:
     """``m`` or ``f`` when a pronoun with a speech verb stands right next to the quote (``"…," he
-    said``, ``她说``), else ``None``."""
+    said``, ``她说``, ``demanda-t-elle``, ``спросил он``, ``그녀가 말했다``), else ``None``."""
+    if language in european.EUROPEAN:
+        return european.pronoun_said(text, span, paragraph, language)
+    if language == "ko":
+        return korean.pronoun_said(text, span, paragraph)
     if language not in _PRONOUNS:
         return None
     start, end = span
@@ -179,7 +202,10 @@ def pronoun_attribution(
 _PRONOUN_BEAT = {
     "en": re.compile(r"(?:^|[.!?]\s+|[\"”]\s*)(?P<a>He|She)\s+(?!said|asked|says|asks)[a-z]+"),
     "zh": re.compile(r"(?:^|[。！？”」])\s*(?P<a>他|她)(?![们说道问])"),
+    "ko": korean.PRONOUN_BEAT,
+    **{lang: european.pronoun_beat(lang) for lang in sorted(european.EUROPEAN)},
 }
+_FEMALE = frozenset({"she", "她", "그녀", "elle", "ella", "она", "sie"})
 
 
 def pronoun_beat(
@@ -198,7 +224,7 @@ def pronoun_beat(
     }
     if len(words) != 1:
         return None
-    return "f" if words.pop() in ("she", "她") else "m"
+    return "f" if words.pop() in _FEMALE else "m"
 
 
 @dataclass(frozen=True)
@@ -213,11 +239,19 @@ class QuotePlace:
 
 
 def _keys(names: Sequence[str], language: str) -> dict[str, str]:
-    """Search key → name: English keys in lower case, a titled name also by its bare name, a
-    ``the …`` phrase also as first met (``an old man``)."""
-    if language != "en":
+    """Search key → name: keys in lower case where names are capitalised words (``spaced``), a
+    titled name also by its bare name, an English ``the …`` phrase also as first met (``an old
+    man``), a Russian name also declined (``Машу``)."""
+    if not spaced(language):
         return {n: n for n in names}
     by_key = {n.lower(): n for n in names}
+    if language != "en":
+        for n in names:
+            extra = [b] if (b := european.bare(n, language)) else []
+            extra += european.declined(n) if language == "ru" else []
+            for e in extra:
+                by_key.setdefault(e.lower(), n)
+        return by_key
     for n in names:
         extra = [bare_name(n)] if bare_name(n) else []
         if n.startswith("the "):
@@ -232,9 +266,11 @@ def speakers_of(
     text: str, places: Sequence[QuotePlace], said: Sequence[str | None], names: Sequence[str], language: str
 ) -> list[Speaker]:
     """Each quote's ``Speaker`` (module docstring), in one pass over the quotes."""
-    lowered = text.lower() if language == "en" and len(text.lower()) == len(text) else text
+    lowered = text.lower() if spaced(language) and len(text.lower()) == len(text) else text
     by_key = _keys(names, language)
     positions = name_positions(lowered, by_key)
+    if language in european.EUROPEAN:  # whole words only: ``Ana`` is not in ``mañana``
+        positions = {k: european.whole_word_at(lowered, k, where, language) for k, where in positions.items()}
     spans = [p.span for p in places]
     mentions = Mentions.of(lowered, spans, positions, by_key)
     pronoun_of = genders(lowered, mentions, language)
@@ -295,12 +331,14 @@ def _attributed(
     mentions: Mentions,
     pronoun_of: dict[str, str],
 ) -> Speaker | None:
-    """The speaker an attribution gives: a name, or a pronoun resolved in the narration before."""
+    """The speaker an attribution gives: a name, or a pronoun resolved in the narration before (at
+    most ``_PRONOUN_REACH`` characters back)."""
     if said is not None:
         return Speaker.of(said, "attribution")
     if pronoun is None:
         return None
-    before = [(i, n) for i, n in mentions.between(place.reach, place.span[0]) if n not in inside]
+    start = max(place.reach, place.span[0] - _PRONOUN_REACH)
+    before = [(i, n) for i, n in mentions.between(start, place.span[0]) if n not in inside]
     fits = [n for _, n in before if pronoun_of.get(n) == pronoun]
     if not fits:
         return None

@@ -7,7 +7,17 @@ quoted line in the chapter, so a chapter written with other marks still has its 
   ``'…'`` (single quotes, whose closing mark followed by a letter is an apostrophe, not a close);
 - Chinese: ``“…”`` and ``「…」``; else ``『…』``, ``‘…’`` (set right against the characters around
   it: no apostrophe rule) and ``《…》`` is never a quote (a title);
-- Japanese: ``「…」`` and ``『…』``; else ``“…”``.
+- Japanese: ``「…」`` and ``『…』``; else ``“…”``;
+- Korean: ``"…"`` and ``“…”``; else ``‘…’`` and ``'…'`` (set against Hangul, ``‘이상하다’고``: only a
+  Latin letter makes a straight one an apostrophe), ``『…』``, ``「…」``;
+- French and Spanish: ``«…»`` (French with spaces inside), ``“…”``, ``"…"``; else ``‹…›``, ``‘…’``;
+- Russian: ``«…»``, ``„…“``; else ``“…”``, ``"…"`` (as typed online);
+- German: ``„…“``, ``»…«``, ``"…"``; else ``‚…‘``, ``›…‹``.
+
+French, Spanish, Russian and German also write dialogue with dashes: their spans come from
+``dashes.py``, which reads the lines that open with a dash and cuts the incises (``dit-il``,
+``—preguntó Ana—``) out of them and out of the marks' spans; these spans are trimmed of the spaces
+around them. The fallback marks are used when neither the first group nor a dash finds a quote.
 
 A span opens at an opening mark and closes at the first matching closing mark, unless one of
 these comes first, in which case the opening mark is left as a stray character and the search
@@ -34,6 +44,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from ..errors import InputError
+from .dashes import dialogue_spans
+from .european import EUROPEAN
 
 # Longest quoted span taken as a quote; a longer one is an unbalanced mark, not speech.
 MAX_QUOTE_CHARS = 1000
@@ -54,6 +66,14 @@ _SINGLE_CURLY = Marks("\u2018", "\u2019", r"(?<![\w])", r"(?![\w])")
 # Chinese sets single quotes right against the characters around them (``说：‘走吧，’他``), and a
 # Chinese character is a word character to ``\w``: no guard there, Chinese has no apostrophe.
 _SINGLE_CURLY_ZH = Marks("\u2018", "\u2019")
+# Korean sets them against Hangul too (``‘이상하다’고``); a straight one next to a Latin letter is an
+# apostrophe (an English word in the text).
+_SINGLE_STRAIGHT_KO = Marks("'", "'", r"(?<![A-Za-z])", r"(?![A-Za-z])")
+_STRAIGHT = Marks('"', '"')
+_GUILLEMETS = Marks("\u00ab", "\u00bb")
+_CURLY = Marks("\u201c", "\u201d")
+_LOW = Marks("\u201e", "\u201c")  # „…“
+_SINGLE_ANGLE = Marks("\u2039", "\u203a")  # ‹…›
 
 QUOTE_MARKS: dict[str, tuple[tuple[Marks, ...], tuple[Marks, ...]]] = {
     "en": ((Marks('"', '"'), Marks("\u201c", "\u201d")), (_SINGLE_CURLY, _SINGLE_STRAIGHT)),
@@ -62,6 +82,17 @@ QUOTE_MARKS: dict[str, tuple[tuple[Marks, ...], tuple[Marks, ...]]] = {
         (Marks("\u300e", "\u300f"), _SINGLE_CURLY_ZH),
     ),
     "ja": ((Marks("\u300c", "\u300d"), Marks("\u300e", "\u300f")), (Marks("\u201c", "\u201d"),)),
+    "ko": (
+        (_STRAIGHT, _CURLY),
+        (_SINGLE_CURLY_ZH, _SINGLE_STRAIGHT_KO, Marks("\u300e", "\u300f"), Marks("\u300c", "\u300d")),
+    ),
+    "fr": ((_GUILLEMETS, _CURLY, _STRAIGHT), (_SINGLE_ANGLE, _SINGLE_CURLY)),
+    "es": ((_GUILLEMETS, _CURLY, _STRAIGHT), (_SINGLE_ANGLE, _SINGLE_CURLY)),
+    "ru": ((_GUILLEMETS, _LOW), (_CURLY, _STRAIGHT)),
+    "de": (
+        (_LOW, Marks("\u00bb", "\u00ab"), _STRAIGHT),
+        (Marks("\u201a", "\u2018", r"(?<![\w])", r"(?![\w])"), Marks("\u203a", "\u2039")),
+    ),
 }
 
 # A line break (``\r\n`` is one: ``\r`` alone only when no ``\n`` follows), and a paragraph break.
@@ -131,16 +162,20 @@ def marks_of(language: str) -> tuple[tuple[Marks, ...], tuple[Marks, ...]]:
 
 
 def find_quote_spans(text: str, language: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each quoted span's inside (marks excluded), in text order."""
+    """``(start, end)`` of each quoted span's inside (marks excluded), in text order; in French,
+    Spanish, Russian and German each spoken part, trimmed (``dashes.py``)."""
     primary, fallback = marks_of(language)
     spans = _spans(text, primary)
+    if language in EUROPEAN:
+        return dialogue_spans(text, spans, language) or dialogue_spans(text, _spans(text, fallback), language)
     return spans or _spans(text, fallback)
 
 
 def find_quotes(text: str, language: str) -> list[str]:
-    """The text between the quote marks of each quoted span of ``text``, verbatim, in text order.
+    """The text between the quote marks of each quoted span of ``text``, verbatim, in text order
+    (in French, Spanish, Russian and German each spoken part, trimmed: ``dashes.py``).
 
-    ``language`` is ``en``, ``zh`` or ``ja`` (the marks are listed in this module's docstring);
+    ``language`` is one of ``QUOTE_MARKS`` (the marks are listed in this module's docstring);
     unbalanced marks are skipped (see there), never an error.
     """
     return [text[a:b] for a, b in find_quote_spans(text, language)]

@@ -79,7 +79,7 @@ def _quote(m: SourceMap, q: Quote) -> dict[str, Any]:
         "number": q.number,
         "paragraph": m.units[q.unit - 1].paragraph + 1,
         "text": q.text,
-        "kind": "speech",
+        "kind": q.kind,
         "speaker": q.hint,
         "evidence": q.evidence,
         "sure": q.sure,
@@ -114,8 +114,9 @@ def reading_text(m: SourceMap) -> str:
         f"quotes: {len(m.quotes)} ({sum(q.sure for q in m.quotes)} with a speaker the text settles)",
     ]
     for q in data["quotes"]:
-        who = q["speaker"] or "?"
+        who = q["speaker"] or ("?" if q["kind"] == "speech" else "-")
         why = f"{q['evidence']}, {'sure' if q['sure'] else 'a guess'}" if q["speaker"] else "open"
+        why = why if q["kind"] == "speech" else f"{q['kind']}, not speech"
         text = " ".join(q["text"].split())
         text = text if len(text) <= 60 else text[:59] + "…"
         lines.append(f"  {q['number']:>3} ¶{q['paragraph']:<3} {who} [{why}]: {text}")

@@ -13,7 +13,13 @@ again and again where a person would stand:
   mark) and recur there, not starting with a pronoun or a function word (``老周放下…``,
   ``沈青衣低头…``);
 - Japanese: the word before a topic or subject particle (は, が, も) or an honorific (さん, くん,
-  ちゃん, 先生, 先輩…) at the start of a clause, recurring, not hiragana only.
+  ちゃん, 先生, 先輩…) at the start of a clause, recurring, not hiragana only;
+- Korean (``korean.py``): a word of two to four syllables before a particle (``지수가``, ``민호는``),
+  recurring, and a vocative at a quote's start (``지수야``);
+- French, Spanish, Russian, German (``european.py``): capitalised words as in English, less each
+  language's capitalised function words (``Une``, ``Elle``), and roles (``la vieille femme``); in
+  German, where every noun is capitalised, only attributed, titled or recurring words never used as
+  a common noun.
 
 A candidate said by an attribution is **attributed**; the others need ``MIN_MENTIONS`` uses.
 Candidates come strongest first (attributions, then uses). No library is used: the Chinese and
@@ -33,8 +39,11 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from . import european, korean
+from .language import spaced
 
 MIN_MENTIONS = 2
 MAX_NAMES = 24
@@ -137,6 +146,10 @@ def _around(text: str, span: tuple[int, int], paragraph: tuple[int, int]) -> tup
 
 def attribution(text: str, span: tuple[int, int], paragraph: tuple[int, int], language: str) -> str | None:
     """The speaker an attribution right next to the quote names (``"…," said Mei``), or ``None``."""
+    if language in european.EUROPEAN:
+        return european.attribution(text, span, paragraph, language)
+    if language == "ko":
+        return korean.attribution(text, span, paragraph)
     before, after = _around(text, span, paragraph)
     if language == "en":
         m = _AFTER_EN.match(after)
@@ -253,20 +266,32 @@ def _mentions_ja(narration: str) -> Counter[str]:
     return Counter(m.group(1) for m in _CLAUSE_JA.finditer(narration) if _usable_ja(m.group(1)))
 
 
+# Each language's uses of names: ``(narration, quoted, said)`` → uses by name.
+_MENTIONS: dict[str, Callable[[str, str, Counter[str]], Counter[str]]] = {
+    "en": lambda narration, quoted, said: _mentions_en(narration),
+    "zh": lambda narration, quoted, said: _mentions_zh(narration),
+    "ja": lambda narration, quoted, said: _mentions_ja(narration),
+    "ko": korean.mentions,
+    **{
+        lang: lambda narration, quoted, said, lang=lang: european.mentions(narration, said, lang)
+        for lang in sorted(european.EUROPEAN)
+    },
+}
+
+
 def find_names(
     narration: str, attributed: Sequence[str | None], language: str, quoted: str = ""
 ) -> list[NameCandidate]:
     """Candidates for the cast from the chapter's ``narration`` (its text outside quotes), the
     speakers its attributions name and, in English, the titled names (``Mrs. Dunne``) used anywhere,
-    ``quoted`` (the quotes' own words) included; strongest first, at most ``MAX_NAMES``, none
-    longer than ``MAX_NAME_CHARS``."""
+    ``quoted`` (the quotes' own words, one a line) included, and in Korean the vocatives opening a
+    quote; strongest first, at most ``MAX_NAMES``, none longer than ``MAX_NAME_CHARS``."""
     said = Counter(a for a in attributed if a)
-    counter = {"en": _mentions_en, "zh": _mentions_zh, "ja": _mentions_ja}[language]
-    used = counter(narration)
+    used = _MENTIONS[language](narration, quoted, said)
     if language == "en":
         for name, count in _titled_en(f"{narration}\n{quoted}").items():
             used[name] = max(used[name], count)
-    if language != "en":  # an attributed name counts where it is used in full, not only clause-first
+    if not spaced(language):  # an attributed name counts where it is used in full, not only clause-first
         for name, count in _counts(narration, said).items():
             used[name] = max(used[name], count)
     names = [n for n in {*said, *used} if (said[n] or used[n] >= MIN_MENTIONS) and len(n) <= MAX_NAME_CHARS]

@@ -22,6 +22,7 @@ from PIL import Image
 
 from mangaka.evaluate import dialogue_kept
 from mangaka.names import name_match
+from mangaka.page.lettered import lettered
 from mangaka.screenplay import Screenplay, validate_screenplay
 from mangaka.source import find_quotes
 
@@ -84,6 +85,23 @@ def assert_demo_keeps_its_chapter(data: dict) -> None:
     for who in people:
         ids = {c.id for c in screenplay.characters if name_match(c.name, who, "en")}
         assert ids & shown, f"no panel the storyboard draws shows {who[0]}: {screenplay.panels}"
+    assert_demo_reads_its_chapter(screenplay)
+
+
+# Who says each of the demo chapter's six quoted lines, as the chapter says it.
+DEMO_SPEAKERS = ("the old man", "Mei", "the old man", "Mei", "the old man", "the old man")
+
+
+def assert_demo_reads_its_chapter(screenplay: Screenplay) -> None:
+    """The title is the chapter's heading; at least 5 of the 6 lines are spoken by the one the
+    chapter says (the old man says "What do you want, girl?"); no balloon ends with a comma."""
+    assert screenplay.title == "Chapter 1: The Lantern Shop", screenplay.title
+    names = {c.id: c.name for c in screenplay.characters}
+    said = {line.quote: names.get(line.speaker, line.speaker) for line in screenplay.dialogue if line.quote}
+    right = [n for n, who in enumerate(DEMO_SPEAKERS, 1) if name_match(said.get(n, ""), [who], "en")]
+    assert len(right) >= 5 and 3 in right, (said, right)
+    lettered_lines = [lettered(line.line, "en") for line in screenplay.dialogue]
+    assert not [t for t in lettered_lines if t.rstrip().endswith(",")], lettered_lines
 
 
 def _copy_checkout(dest: Path) -> None:

@@ -116,7 +116,7 @@ OPTIONS = {
     "--lora-scale": ("0.5", lambda llm, req: llm["lora_scale"], 0.5),
     "--panels": ("3", lambda llm, req: req.panels, 3),
     "--dialogue": ("2", lambda llm, req: req.dialogue, 2),
-    "--language": ("zh", lambda llm, req: req.language, "zh"),
+    "--language": ("en", lambda llm, req: req.language, "en"),  # the demo chapter is English: zh is refused
     "--sampling": ("greedy", lambda llm, req: req.sampling_settings, PRESETS["greedy"].replace(seed=7)),
     "--seed": ("7", lambda llm, req: req.seed, 7),
     "--attempts": ("2", lambda llm, req: req.max_attempts, 2),

@@ -41,6 +41,7 @@ from mangaka.evaluate.matching import name_match
 from mangaka.evaluate.metrics import beat_places, panel_text
 from mangaka.screenplay import Screenplay
 from mangaka.screenplay.schema import SCHEMAS_DIR
+from mangaka.source import spoken_quotes
 from tests.growth import assert_linear
 from tests.unit.support import write_two_character_scene
 
@@ -125,8 +126,9 @@ def test_the_reference_scores_full_marks(case: GoldCase):
     assert scores.quotes_total == scores.quotes_recalled == len(case.gold.quotes)
 
 
-def test_find_quotes_returns_exactly_the_gold_quotes(case: GoldCase):
-    assert find_quotes(case.text, case.gold.language) == [q.text for q in case.gold.quotes]
+def test_the_spoken_quotes_are_exactly_the_gold_quotes(case: GoldCase):
+    """Every quoted line that is speech, none of the signs, headlines and scare quotes."""
+    assert spoken_quotes(case.text, case.gold.language) == [q.text for q in case.gold.quotes]
 
 
 def test_without_gold_the_reference_keeps_every_quoted_line_in_order(case: GoldCase):
@@ -212,6 +214,8 @@ INVENTED = {
     "en": ["Quillon Vexmoor", "Zebulon Thrane"],
     "zh": ["欧阳霁", "慕容砚"],
     "ja": ["鷲羽ヨミ", "狐塚ネネ"],
+    "ko": ["황보설", "제갈윤"],
+    "fr": ["Quillon Vexmoor", "Zébulon Thrane"],
 }
 
 
@@ -359,8 +363,8 @@ def test_find_quotes_is_fast_and_sane_on_adversarial_text(make: Callable[[int], 
 
 
 def test_find_quotes_refuses_an_unknown_language():
-    with pytest.raises(InputError, match="language 'ko'"):
-        find_quotes("text", "ko")
+    with pytest.raises(InputError, match="language 'xx'"):
+        find_quotes("text", "xx")
 
 
 # ---- matching ----

@@ -46,8 +46,8 @@ def test_face_index_by_language(language: str, face: int):
 
 
 def test_unknown_language_is_an_input_error():
-    with pytest.raises(InputError, match="fr"):
-        face_index("fr")
+    with pytest.raises(InputError, match="xx"):
+        face_index("xx")
 
 
 def test_load_font_is_cached_and_uses_the_right_face():
@@ -161,3 +161,20 @@ def test_ellipsize():
     assert cut.endswith("…")
     assert EN.startswith(cut[:-1])
     assert text_width(cut, font) <= 200
+
+
+# A line in each of the other languages manga is adapted from, with the letters each one needs.
+EUROPEAN_AND_KOREAN = {
+    "ko": "“지수야, 어디 가?” 민호가 물었다. 괜찮아요… 네, 그래요!",
+    "fr": "— Ça ne va pas ? demanda-t-elle. « Évidemment », répondit Léon. Où êtes-vous, Cœur-de-Lion ?",
+    "es": "—¿Quién es? —preguntó Ana—. ¡Señor Peña! Año, niño, acción, pingüino.",
+    "de": "„Wer ist da?“, fragte Jürgen. »Größe, Straße, Äpfel, Öl, Übermut.«",
+    "ru": "— Кто там? — спросил он. «Ёлка, щи, эхо, объём», — сказала Маша.",
+}
+
+
+@pytest.mark.parametrize("language", sorted(EUROPEAN_AND_KOREAN))
+def test_korean_latin_with_diacritics_and_cyrillic_have_every_glyph(language):
+    """Hangul, Latin with its diacritics and Cyrillic are all in the face each language letters with,
+    the dashes, guillemets and low quotes of the European conventions too."""
+    assert missing_glyphs(EUROPEAN_AND_KOREAN[language], language) == []

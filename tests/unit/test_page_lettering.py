@@ -124,7 +124,7 @@ def test_font_size_scales_with_theblank_page():
     [
         LetteringOptions(direction="up"),  # type: ignore[arg-type]
         LetteringOptions(layout_engine="fancy"),  # type: ignore[arg-type]
-        LetteringOptions(language="fr"),
+        LetteringOptions(language="xx"),
     ],
 )
 def test_bad_options_are_input_errors(options: LetteringOptions):

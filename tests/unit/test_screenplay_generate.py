@@ -488,7 +488,7 @@ def test_the_chapter_is_passed_whole():
         ({"chapter": ""}, "chapter is empty"),
         ({"chapter": " \n\t "}, "chapter is empty"),
         ({"chapter": None}, "chapter must be text"),
-        ({"language": "fr"}, "language 'fr' is not supported; choose one of: zh, en, ja"),
+        ({"language": "xx"}, "language must be one of: auto, zh, en, ja, ko, fr, es, ru, de"),
         ({"panels": 0}, "panels must be from 1 to 240, got 0"),
         ({"panels": 241}, "panels must be from 1 to 240, got 241"),
         ({"panels": 2.5}, "panels must be a whole number from 1 to 240"),

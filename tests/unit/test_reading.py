@@ -244,3 +244,27 @@ def test_read_prints_the_reading_and_writes_the_file(tmp_path: Path, capsys: pyt
     assert main(["read", str(tmp_path / "missing.txt")]) == 1
     with pytest.raises(SystemExit):
         main(["read", str(DEMO), "--language", "xx"])
+
+
+def test_write_refuses_a_bad_reading_before_any_model_loads(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """A reading of another chapter, passed to ``write``, is refused naming the field; the model
+    (here a file that is no model at all) is never opened."""
+    other = tmp_path / "other.reading.json"
+    assert main(["read", str(GOLD / "en1.txt"), "--json", "-o", str(other)]) == 0
+    not_a_model = tmp_path / "model.gguf"
+    not_a_model.write_bytes(b"GGUF" + bytes(60))
+    code = main(
+        [
+            "write",
+            str(DEMO),
+            "--model",
+            str(not_a_model),
+            "--reading",
+            str(other),
+            "-o",
+            str(tmp_path / "x.json"),
+        ]
+    )
+    assert code == 1
+    assert "reading: chapter.sha256: this reading is of another chapter" in caplog.text
+    assert not (tmp_path / "x.json").exists()

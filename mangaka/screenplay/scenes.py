@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..source import source_map
+from ..source import is_separator, source_map
 from .models import MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_DIALOGUE, MAX_SCENE_PANELS
 
 AUTO = "auto"
@@ -58,7 +57,6 @@ OUTPUT_TOKENS_PER_LINE = 60
 OUTPUT_TOKENS_PER_QUOTED_LINE = 30
 SHRINK = 0.7  # the scene limit's factor when a split's scenes still do not fit
 
-_SEPARATOR = re.compile(r"^[\s*＊#＃\-—–=~～_·・•◇◆○●〇☆★□■◎※§♦♢✽✻✦✧]+$")
 _SHIFT = re.compile(
     r"^\s*(?:"
     # English
@@ -145,9 +143,7 @@ def paragraphs(chapter: str, language: str = "en") -> list[Paragraph]:
     previous_separator = False
     for p in source_map(chapter, language).paragraphs:
         piece = chapter[p.start : p.end].replace("\r\n", "\n").replace("\r", "\n")
-        separator = bool(_SEPARATOR.fullmatch(piece.strip())) and not any(
-            unicodedata.category(ch)[0] in "LN" for ch in piece
-        )
+        separator = is_separator(piece)
         out.append(
             Paragraph(
                 index=len(out),

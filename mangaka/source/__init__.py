@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -43,6 +44,7 @@ __all__ = [
     "Unit",
     "find_quote_spans",
     "find_quotes",
+    "is_separator",
     "narration",
     "source_map",
     "spoken_quotes",
@@ -56,6 +58,7 @@ MAX_TITLE = 80  # a screenplay's title (kept equal by a test)
 # A blank line: two line breaks or more, with spaces between (``\r\n`` is one line break).
 _BLANK = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n))+")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+_SEPARATOR = re.compile(r"^[\s*＊#＃\-—–=~～_·・•◇◆○●〇☆★□■◎※§♦♢✽✻✦✧]+$")
 _SENTENCE = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -212,12 +215,9 @@ def source_map(text: str, language: str) -> SourceMap:
         quote_kind(text, s, b, language, a is not None) for s, b, a in zip(spans, bounds, said, strict=True)
     ]
     spoken = [k for k, kind in enumerate(kinds) if kind == "speech"]
+    index = [units[u - 1].paragraph for u in quote_units]  # each quote's paragraph
     places = [
-        QuotePlace(
-            spans[k], bounds[k], units[u - 1].paragraph, paragraphs[max(0, units[u - 1].paragraph - 1)].start
-        )
-        for k in spoken
-        for u in (quote_units[k],)
+        QuotePlace(spans[k], bounds[k], index[k], paragraphs[max(0, index[k] - 1)].start) for k in spoken
     ]
     found = speakers_of(text, places, [said[k] for k in spoken], [c.name for c in names], language)
     speakers = dict(zip(spoken, found, strict=True))
@@ -253,3 +253,11 @@ def spoken_quotes(text: str, language: str) -> list[str]:
     """The text of each quoted line that is speech (signs, headlines, titles and scare quotes left
     out: ``kinds.py``), verbatim, in text order: the lines a screenplay keeps."""
     return [q.text for q in source_map(text, language).quotes if q.kind == "speech"]
+
+
+def is_separator(text: str) -> bool:
+    """A scene separator line (``***``, ``＊＊＊``, ``◇◇◇``): marks only, no story text (no letter or
+    digit)."""
+    return bool(_SEPARATOR.fullmatch(text.strip())) and not any(
+        unicodedata.category(ch)[0] in "LN" for ch in text
+    )

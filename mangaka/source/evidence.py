@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from . import european, korean
 from .language import spaced
 from .quotes import narration
-from .speakers import SPEECH_VERBS_EN, SPEECH_VERBS_ZH, bare_name, name_positions
+from .speakers import SPEECH_VERBS_EN, SPEECH_VERBS_ZH, aliases_en, name_positions
 
 SURE = frozenset({"attribution", "pronoun", "beat", "continuation", "person"})
 
@@ -253,11 +253,7 @@ def _keys(names: Sequence[str], language: str) -> dict[str, str]:
                 by_key.setdefault(e.lower(), n)
         return by_key
     for n in names:
-        extra = [bare_name(n)] if bare_name(n) else []
-        if n.startswith("the "):
-            rest = n[4:]
-            extra += [("an " if rest[:1] in "aeiou" else "a ") + rest]
-        for e in extra:
+        for e in aliases_en(n):
             by_key.setdefault(e.lower(), n)
     return by_key
 
@@ -287,9 +283,9 @@ def speakers_of(
                 {n for _, n in mentions.between(*place.paragraph, acting=True)},
                 pronoun_beat(text, place.paragraph, spans, language),
             )
-        acting = set(per_paragraph[place.index][0])
+        acting = per_paragraph[place.index][0]
         if speaker is None:
-            one = acting.pop() if len(acting) == 1 else None
+            one = next(iter(acting)) if len(acting) == 1 else None
             if one is not None and pronoun in (None, pronoun_of.get(one, pronoun)):  # "he said": not her beat
                 speaker = Speaker.of(one, "beat")
         if speaker is None and not acting and pronoun is None:

@@ -25,19 +25,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from . import Quote, SourceMap, source_map
-from .speakers import MAX_NAME_CHARS, MAX_NAMES, NameCandidate, bare_name
+from . import MAX_TITLE, Quote, SourceMap, is_separator, source_map
+from .speakers import MAX_NAME_CHARS, MAX_NAMES, NameCandidate, aliases_en
 
 READING_VERSION = 1
 MAX_READING_BYTES = 16 * 1024 * 1024
-_SEPARATOR = re.compile(r"^[\s*＊#＃\-—–=~～_·・•◇◆○●〇☆★□■◎※§♦♢✽✻✦✧]+$")
 
 
 def chapter_sha256(text: str) -> str:
@@ -50,7 +48,7 @@ def scenes(m: SourceMap) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     start: int | None = None
     for k, p in enumerate(m.paragraphs, 1):
-        if _SEPARATOR.fullmatch(m.text[p.start : p.end]):
+        if is_separator(m.text[p.start : p.end]):
             if start is not None:
                 out.append((start, k - 1))
             start = None
@@ -61,16 +59,6 @@ def scenes(m: SourceMap) -> list[tuple[int, int]]:
         start = start or k
     if start is not None:
         out.append((start, len(m.paragraphs)))
-    return out
-
-
-def aliases(name: str) -> list[str]:
-    """Other ways the chapter writes a name: a titled name bare (``Mr. Hollis`` → ``Hollis``), a
-    ``the …`` phrase as first met (``the old man`` → ``an old man``)."""
-    out = [b] if (b := bare_name(name)) else []
-    if name.startswith("the "):
-        rest = name[4:]
-        out.append(("an " if rest[:1] in "aeiou" else "a ") + rest)
     return out
 
 
@@ -97,7 +85,12 @@ def reading_json(m: SourceMap) -> dict[str, Any]:
         "scenes": [{"first_paragraph": a, "last_paragraph": b} for a, b in scenes(m)],
         "quotes": [_quote(m, q) for q in m.quotes],
         "names": [
-            {"name": c.name, "aliases": aliases(c.name), "mentions": c.mentions, "attributed": c.attributed}
+            {
+                "name": c.name,
+                "aliases": aliases_en(c.name),
+                "mentions": c.mentions,
+                "attributed": c.attributed,
+            }
             for c in m.names
         ],
     }
@@ -141,12 +134,11 @@ def reading_summary(text: str, language: str, corrected: Corrections | None = No
 @dataclass(frozen=True)
 class Corrections:
     """What a person changed in a reading: quote number → speaker (a name, or None: open), the cast's
-    names (None: unchanged), the title (``keep_title``: unchanged)."""
+    names (None: unchanged), the title (None: the model writes one)."""
 
     speakers: Mapping[int, str | None]
     names: tuple[str, ...] | None
     title: str | None
-    keep_title: bool = True
 
     def apply(self, m: SourceMap) -> SourceMap:
         """``m`` with the corrections: a changed speaker is forced (``person``), the names replace
@@ -161,8 +153,7 @@ class Corrections:
         if self.names is not None:
             known = {c.name: c for c in m.names}
             names = tuple(known.get(n) or NameCandidate(n, 0, 0) for n in self.names)
-        title = m.title if self.keep_title else self.title
-        return dataclasses.replace(m, quotes=tuple(quotes), names=names, title=title)
+        return dataclasses.replace(m, quotes=tuple(quotes), names=names, title=self.title)
 
 
 def _fail(field: str, problem: str) -> InputError:
@@ -217,12 +208,12 @@ def corrections(data: Any, m: SourceMap) -> Corrections:
         who = item.get("speaker")
         speakers[q.number] = None if who is None else _name(who, f"quotes[{i}].speaker")
     title = data.get("title")
-    if title is not None and (not isinstance(title, str) or not title.strip() or len(title) > 80):
-        raise _fail("title", "must be text of 1 to 80 characters, or null")
+    if title is not None and (not isinstance(title, str) or not title.strip() or len(title) > MAX_TITLE):
+        raise _fail("title", f"must be text of 1 to {MAX_TITLE} characters, or null")
     unnamed = sorted({w for w in speakers.values() if w and w not in cast})
     if unnamed:
         cast = cast + tuple(unnamed)  # a speaker a person named is in the cast
-    return Corrections(speakers, cast, title, keep_title=title == m.title)
+    return Corrections(speakers, cast, title)
 
 
 def load_corrections(path: str | Path, m: SourceMap) -> Corrections:

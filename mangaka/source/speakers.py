@@ -223,6 +223,16 @@ def bare_name(name: str) -> str | None:
     return m.group(1) if m else None
 
 
+def aliases_en(name: str) -> list[str]:
+    """Other ways an English chapter writes a name: a titled name bare (``Mr. Hollis`` →
+    ``Hollis``), a ``the …`` phrase as first met (``the old man`` → ``an old man``)."""
+    out = [b] if (b := bare_name(name)) else []
+    if name.startswith("the "):
+        rest = name[4:]
+        out.append(("an " if rest[:1] in "aeiou" else "a ") + rest)
+    return out
+
+
 def _titled_en(text: str) -> Counter[str]:
     """Titled names (``Mr. Hollis``, ``Principal Haskell``): a title makes a capitalised word a
     name wherever it stands, a sentence's start or a line's vocative included; counted by the uses

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mangaka.screenplay.models import MAX_LINE
+from mangaka.screenplay.models import MAX_LINE, MAX_TITLE
 from mangaka.source import (
     BALLOON_CHARS,
     MAX_QUOTE_CHARS,
@@ -35,6 +35,7 @@ from mangaka.source import (
     find_quote_spans,
     source_map,
 )
+from mangaka.source import MAX_TITLE as SOURCE_MAX_TITLE
 from tests.growth import cpu_seconds_per_call
 from tests.unit.source_checks import (
     ALL_MARKS,
@@ -216,6 +217,10 @@ LANGUAGE_CHAPTERS = st.sampled_from(LANGUAGES).flatmap(
 
 def test_a_balloon_is_the_screenplays_line():
     assert BALLOON_CHARS == MAX_LINE
+
+
+def test_a_heading_fits_the_screenplays_title():
+    assert SOURCE_MAX_TITLE == MAX_TITLE
 
 
 @settings(BOUNDED, max_examples=250)

@@ -193,6 +193,10 @@ def _corrections(reading: str | None, chapter: str, request: ScreenplayRequest) 
         return None
     try:
         data = json.loads(reading)
+    except RecursionError:
+        raise InputError(
+            "reading: nested too deeply to be a reading; paste the JSON of `read --json`"
+        ) from None
     except ValueError as exc:
         raise InputError(
             f"reading: not JSON ({exc}); paste the JSON of `python -m mangaka read --json`"

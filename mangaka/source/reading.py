@@ -232,6 +232,10 @@ def load_corrections(path: str | Path, m: SourceMap) -> Corrections:
         ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"reading: {p} is not UTF-8 JSON ({e}); give the file `read --json` wrote") from None
+    except RecursionError:
+        raise InputError(
+            f"reading: {p} is nested too deeply to be a reading file; give the file `read --json` wrote"
+        ) from None
     except OSError as e:
         raise InputError(f"reading: {p}: {e.strerror or e}") from None
     return corrections(data, m)

@@ -216,6 +216,9 @@ def test_a_reading_file_that_is_not_json_or_missing_is_refused(tmp_path: Path):
     (tmp_path / "bad.json").write_bytes(b"\xff{")
     with pytest.raises(InputError, match="not UTF-8 JSON"):
         load_corrections(tmp_path / "bad.json", m)
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(InputError, match="nested too deeply"):
+        load_corrections(tmp_path / "deep.json", m)
 
 
 @settings(max_examples=60, deadline=None)

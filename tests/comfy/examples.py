@@ -54,7 +54,7 @@ def _writer(node_id: int, col: int, panels: int = 6, chapter: str = CHAPTER) -> 
         "size": [400, 420],
         "widgets": {
             "chapter": chapter,
-            "language": "en",
+            "language": "auto",  # read from the chapter: a book in any language
             "panels": panels,
             "dialogue_lines": 8,
             "max_characters": 6,
@@ -275,7 +275,7 @@ def book_batch() -> dict[str, Any]:
                 "col": 1,
                 "widgets": {
                     "chapters": "",
-                    "language": "en",
+                    "language": "auto",
                     "max_characters": 6,
                     "sampling": "qwen3.5-instruct",
                     "seed": 0,

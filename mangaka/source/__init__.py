@@ -61,6 +61,7 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _SEPARATOR = re.compile(r"^[\s*＊#＃\-—–=~～_·・•◇◆○●〇☆★□■◎※§♦♢✽✻✦✧]+$")
 _SENTENCE = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+_WORDS = re.compile(r"\w")  # a letter or a digit: a paragraph with narration
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,20 @@ def _paragraph_spans(text: str, quotes: list[tuple[int, int]]) -> list[Paragraph
     return out
 
 
+def _narrated(text: str, paragraphs: list[Paragraph], spans: list[tuple[int, int]]) -> list[int]:
+    """For each paragraph, the start of the last paragraph before it with narration (words outside
+    its quotes), or -1."""
+    starts = [a for a, _ in spans]
+    out, last = [], -1
+    for p in paragraphs:
+        out.append(last)
+        lo, hi = bisect.bisect_left(starts, p.start), bisect.bisect_left(starts, p.end)
+        inside = [(a - p.start, b - p.start) for a, b in spans[lo:hi]]
+        if _WORDS.search(narration(text[p.start : p.end], inside).replace("…", "")):
+            last = p.start
+    return out
+
+
 def _unit_starts(text: str, paragraph: Paragraph, quotes: list[tuple[int, int]], cjk: bool) -> list[int]:
     """Where a long paragraph's units start (its own start first): sentence ends outside quotes."""
     limit = MAX_UNIT_CJK_CHARS if cjk else MAX_UNIT_CHARS
@@ -216,8 +231,10 @@ def source_map(text: str, language: str) -> SourceMap:
     ]
     spoken = [k for k, kind in enumerate(kinds) if kind == "speech"]
     index = [units[u - 1].paragraph for u in quote_units]  # each quote's paragraph
+    narrated = _narrated(text, paragraphs, spans)
     places = [
-        QuotePlace(spans[k], bounds[k], index[k], paragraphs[max(0, index[k] - 1)].start) for k in spoken
+        QuotePlace(spans[k], bounds[k], index[k], paragraphs[max(0, index[k] - 1)].start, narrated[index[k]])
+        for k in spoken
     ]
     found = speakers_of(text, places, [said[k] for k in spoken], [c.name for c in names], language)
     speakers = dict(zip(spoken, found, strict=True))

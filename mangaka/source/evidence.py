@@ -8,8 +8,10 @@
   она``, ``그가 말했다``): the person the narration before it names last whose pronoun is that one
   (each name's pronoun is read from the chapter: the pronoun that follows its uses, or a word such
   as ``man``, ``Mrs.``, ``la vieille femme``, ``엄마``); a person named inside the quote is spoken
-  to, not speaking. Sure when the narration since the paragraph before (``_PRONOUN_REACH``
-  characters at most) names one person of that pronoun; else the latest one, as a guess;
+  to, not speaking. Sure when the narration since the paragraph before (past a run of lines of
+  dialogue, back to the last paragraph with narration; ``_PRONOUN_REACH`` characters at most)
+  names one person of that pronoun; else the latest one, as a guess. A pronoun as the subject of
+  the paragraph's own narration (``"…"他打了个哈欠``) counts as its attribution;
 - ``beat`` (sure): the quote's paragraph names, outside its quotes, one person and no other
   (``The old man sighed. "…"``); a possessive (``the keeper's niece``) is not a person acting;
 - ``continuation`` (sure): another quote of the same paragraph has a sure speaker by attribution
@@ -17,13 +19,15 @@
 - ``addressed`` (a guess): the quote in the paragraph before names someone inside it: the one
   spoken to answers;
 - ``nearest`` (a guess): the person named nearest the quote in its paragraph (before it, else after);
-- ``lead-in`` (a guess): the person the narration-only paragraph before names last;
+- ``lead-in`` (a guess): the person the narration-only paragraph before names last (or, when it
+  names no one, the person its subject pronoun stands for: ``她用笔帽戳了戳他的后背。``);
 - ``turn`` (a guess): the quote two before, when the quote before was someone else's (two people
   taking turns);
 - ``lead-out`` (a guess): the person the narration-only paragraph after names first (Japanese
   often says who spoke right after the line: ``千尋が尋ねると``).
 
-A quote with none of these has no speaker: the model chooses. Only sure speakers are forced in the
+No guess names a person the line itself names (``"Tom, did you…"``, ``"二叔，…"``, ``"민호야, …"``:
+spoken to). A quote with none of these has no speaker: the model chooses. Only sure speakers are forced in the
 script call; a guess is shown to the model as ``likely``.
 """
 
@@ -229,13 +233,15 @@ def pronoun_beat(
 
 @dataclass(frozen=True)
 class QuotePlace:
-    """A quote's span, its paragraph's bounds and index, and where the narration it may follow
-    starts (the paragraph before's start)."""
+    """A quote's span, its paragraph's bounds and index, where the narration it may follow starts
+    (the paragraph before's start) and where the last paragraph before it with narration starts
+    (``narrated``: past a run of lines of dialogue, whom a pronoun can stand for)."""
 
     span: tuple[int, int]
     paragraph: tuple[int, int]
     index: int
     reach: int
+    narrated: int = -1  # -1: as ``reach``
 
 
 def _keys(names: Sequence[str], language: str) -> dict[str, str]:
@@ -291,6 +297,8 @@ def speakers_of(
         if speaker is None and not acting and pronoun is None:
             pronoun = per_paragraph[place.index][1]
             speaker = _attributed(place, None, pronoun, inside, mentions, pronoun_of)
+        if speaker is None and not acting and pronoun is None:
+            speaker = _lead_in_pronoun(text, places, i, spans, language, inside, mentions, pronoun_of)
         found.append(speaker or Speaker.of(None, None))
     for i, place in enumerate(places):  # a paragraph is one speaker's turn
         if found[i].name is None or found[i].evidence == "beat":
@@ -305,6 +313,31 @@ def speakers_of(
         if found[i].name is None:
             found[i] = _guess(i, places, found, positions, by_key, mentions)
     return found
+
+
+def _lead_in_pronoun(
+    text: str,
+    places: Sequence[QuotePlace],
+    i: int,
+    spans: Sequence[tuple[int, int]],
+    language: str,
+    inside: set[str],
+    mentions: Mentions,
+    pronoun_of: dict[str, str],
+) -> Speaker | None:
+    """A guess (``lead-in``) from the narration-only paragraph right before a line when it names
+    no one but has one pronoun as a subject (``她用笔帽戳了戳他的后背。`` / ``"喂，…"``): the person
+    that pronoun stands for."""
+    place = places[i]
+    if place.index == 0 or (i > 0 and places[i - 1].index == place.index - 1):
+        return None
+    before = (place.reach, place.paragraph[0])
+    if mentions.between(*before):
+        return None
+    pronoun = pronoun_beat(text, before, spans, language)
+    wide = QuotePlace(place.span, place.paragraph, place.index, 0)  # as far back as a pronoun reaches
+    found = _attributed(wide, None, pronoun, inside, mentions, pronoun_of) if pronoun else None
+    return Speaker(found.name, "lead-in", False) if found else None
 
 
 def _within(
@@ -333,7 +366,8 @@ def _attributed(
         return Speaker.of(said, "attribution")
     if pronoun is None:
         return None
-    start = max(place.reach, place.span[0] - _PRONOUN_REACH)
+    reach = place.reach if place.narrated < 0 else min(place.reach, place.narrated)
+    start = max(reach, place.span[0] - _PRONOUN_REACH)
     before = [(i, n) for i, n in mentions.between(start, place.span[0]) if n not in inside]
     fits = [n for _, n in before if pronoun_of.get(n) == pronoun]
     if not fits:
@@ -354,24 +388,30 @@ def _guess(
     """A guess for a quote the text does not settle, in the module docstring's order: addressed,
     nearest, lead-in, turn, lead-out."""
     place = places[i]
+    spoken_to = {n for _, n in _within(positions, by_key, place.span)}  # named in the line: not saying it
     if i >= 1 and places[i - 1].index == place.index - 1:
-        named = [n for _, n in _within(positions, by_key, places[i - 1].span) if n != found[i - 1].name]
+        named = [
+            n
+            for _, n in _within(positions, by_key, places[i - 1].span)
+            if n != found[i - 1].name and n not in spoken_to
+        ]
         if named:
             return Speaker.of(named[0], "addressed")
-    near = mentions.between(place.paragraph[0], place.span[0])
+    near = [n for _, n in mentions.between(place.paragraph[0], place.span[0]) if n not in spoken_to]
     if near:
-        return Speaker.of(near[-1][1], "nearest")
-    after = mentions.between(place.span[1], place.paragraph[1])
+        return Speaker.of(near[-1], "nearest")
+    after = [n for _, n in mentions.between(place.span[1], place.paragraph[1]) if n not in spoken_to]
     if after:
-        return Speaker.of(after[0][1], "nearest")
-    lead = _narration_only(places, i, -1, mentions)
+        return Speaker.of(after[0], "nearest")
+    lead = [n for _, n in _narration_only(places, i, -1, mentions) if n not in spoken_to]
     if lead:
-        return Speaker.of(lead[-1][1], "lead-in")
+        return Speaker.of(lead[-1], "lead-in")
     if i >= 2 and found[i - 1].name and found[i - 2].name and found[i - 1].name != found[i - 2].name:
-        return Speaker.of(found[i - 2].name, "turn")
-    lead = _narration_only(places, i, 1, mentions)
+        if found[i - 2].name not in spoken_to:
+            return Speaker.of(found[i - 2].name, "turn")
+    lead = [n for _, n in _narration_only(places, i, 1, mentions) if n not in spoken_to]
     if lead:
-        return Speaker.of(lead[0][1], "lead-out")
+        return Speaker.of(lead[0], "lead-out")
     return Speaker.of(None, None)
 
 

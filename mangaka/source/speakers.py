@@ -26,6 +26,10 @@ Candidates come strongest first (attributions, then uses). No library is used: t
 Japanese word segmenters with person-name tags on PyPI (jieba, janome) are 42 and 203 MB
 installed, and these rules find the speakers a screenplay needs on the pack's gold chapters.
 
+A Japanese line that closes its paragraph is also attributed by the narration paragraph right
+after it when that opens with its speaker and a speech verb, or the speaker's voice (``千尋が尋ねる
+と、…``, ``陽太の声は震えていた``): Japanese prose names the speaker after the line.
+
 **Speaker hints** (``_hints`` in ``mangaka/source/__init__.py``), one guess per quote, or
 ``None``: an attribution right after or right before the quote in its paragraph; else the one the
 quote before (in the paragraph before) names inside it, who answers; else the candidate named
@@ -115,6 +119,14 @@ _CLAUSE_JA = re.compile(
 _AFTER_JA = re.compile(
     r"^\s*と\s*([\u4e00-\u9fff\u30a0-\u30ff\u3040-\u309f]{1,6}?)(?:さん|くん|ちゃん)?(?:が|は)"
 )
+# The paragraph after a line, opening with who said it: ``千尋が尋ねると、…``, ``陽太の声は震えていた``
+# (Japanese prose often names the speaker right after the line, in a paragraph of its own).
+_NEXT_JA = re.compile(
+    r"^\s*([\u4e00-\u9fff\u30a0-\u30ff\u3040-\u309f]{1,6}?)(?:さん|くん|ちゃん|先生|先輩|様)?"
+    r"(?:(?:が|は)[^。「」『』]{0,12}?"
+    r"(?:尋ね|たずね|訊|聞き返|問いかけ|問う|言っ|言う|言い|答え|叫|呟|つぶや|ささや|囁|続け|口を開|声をかけ|声を上げ|怒鳴)"
+    r"|の声)"
+)
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
 _NOT_NAMES_JA = frozenset(
     "私 僕 俺 彼 彼女 あなた 君 誰 それ これ あれ ここ そこ 今日 明日 昨日 今 時 事 物 人 声 目 手 顔 "
@@ -166,7 +178,17 @@ def attribution(text: str, span: tuple[int, int], paragraph: tuple[int, int], la
     m = _AFTER_JA.match(after)
     if m and _usable_ja(m.group(1)):
         return m.group(1)
-    return None
+    return _next_paragraph_ja(text, span, paragraph) if not after.strip() else None
+
+
+def _next_paragraph_ja(text: str, span: tuple[int, int], paragraph: tuple[int, int]) -> str | None:
+    """The speaker the narration paragraph right after a line names with a speech verb or as the
+    voice (``_NEXT_JA``), when the line closes its paragraph; else ``None``."""
+    following = text[paragraph[1] : paragraph[1] + 4 * _WINDOW].lstrip()
+    if following[:1] in ("「", "『", "“", '"') or not following:
+        return None
+    m = _NEXT_JA.match(following)
+    return m.group(1) if m and _usable_ja(m.group(1)) else None
 
 
 def _clean_en(name: str | None) -> str | None:

@@ -86,6 +86,36 @@ def test_chinese_beats_attributions_and_pronouns():
     assert speakers("雨停了。沈青衣进门。\n\n沈青衣放下茶杯：“你来了。”", "zh") == [("沈青衣", "beat", True)]
 
 
+def test_a_pronoun_reaches_past_a_run_of_dialogue_and_a_subject_pronoun_is_an_attribution():
+    people = "林晚推开门。她把伞放下。林晚坐下。她笑了。\n\n"
+    people += "周屿抬起头。他打了个哈欠。周屿站起来。他坐下。\n\n"
+    text = people + "“什么东西？”\n\n“伞。”\n\n“不是我的。”他打了个哈欠，“我从来不带伞。”"
+    assert speakers(text, "zh")[-2:] == [("周屿", "pronoun", True)] * 2
+    # A narration-only paragraph naming no one but "she": a guess at the woman named before.
+    poke = people + "她用笔帽戳了戳他的后背。\n\n“喂，这是你的吗？”"
+    assert speakers(poke, "zh") == [("林晚", "lead-in", False)]
+
+
+def test_no_guess_names_the_person_the_line_speaks_to():
+    text = (
+        "Then Tom sorted the mail.\n\nMrs. Abernathy opened the door. Mrs. Abernathy looked hard at Tom.\n\n"
+        '"Tom, did you bring them?"'
+    )
+    assert speakers(text) == [("Mrs. Abernathy", "lead-in", False)]
+    korean = source_map('지수가 문을 열었다. 지수가 웃었다. 민호가 앉았다.\n\n"민호야, 들어와."', "ko")
+    assert korean.quotes[0].hint == "지수"
+
+
+def test_a_japanese_line_is_attributed_by_the_paragraph_after_it():
+    text = (
+        "祖父の源蔵がカウンターにいた。千尋は皿を運んでいた。\n\n「先生、落ち着いてください」\n\n"
+        "千尋が尋ねると、佐伯先生は頭をかいた。\n\n「ない！」\n\n陽太の声は震えていた。"
+    )
+    assert speakers(text, "ja") == [("千尋", "attribution", True), ("陽太", "attribution", True)]
+    # A paragraph after that opens with another line, or with no speech verb, attributes nothing.
+    assert speakers(text.replace("千尋が尋ねると", "千尋が座ると"), "ja")[0][2] is False
+
+
 def test_read_on_every_gold_chapter_gets_its_language_title_and_speakers(tmp_path: Path):
     """``read --json`` on each chapter of the built-in gold set, as a user runs it (language auto):
     the language and title are the gold's, every spoken quote is there, and every speaker the

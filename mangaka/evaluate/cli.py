@@ -81,7 +81,7 @@ NONE = "none"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``eval``'s own arguments (the write options come from the caller's ``_add_model_args``)."""
-    p.add_argument("set", help=f"a gold set folder, or '{BUILTIN_NAME}' for the built-in nine chapters")
+    p.add_argument("set", help=f"a gold set folder, or '{BUILTIN_NAME}' for the built-in gold chapters")
     p.add_argument("--chapters", help="only these chapters of the set, by id: en1,zh2")
     p.add_argument("--seeds", type=int, default=3, help=f"seeds per chapter, 1 to {MAX_SEEDS} (default 3)")
     p.add_argument("--out", type=Path, help=f"where each run's result is kept (default ./{DEFAULT_OUT}/SET)")

@@ -29,7 +29,6 @@ scenes or longer than one call writes (not exported yet), a chapter with nothing
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -47,7 +46,7 @@ from .screenplay.models import (
     MAX_SCENE_PANELS,
     Screenplay,
 )
-from .screenplay.request import ScreenplayRequest
+from .screenplay.request import ScreenplayRequest, read_chapter
 from .screenplay.scenes import is_cjk
 from .screenplay.steps import Prompts, assemble_screenplay, cast_task, script_task
 from .screenplay.validate import load_screenplay
@@ -90,7 +89,6 @@ def chapter_language(text: str) -> str:
 def find_pairs(folder: Path) -> list[Pair]:
     """Every ``NAME.txt`` with its screenplay beside it, checked; ``InputError`` naming the first
     bad one (the whole set is refused: a training set is fixed before it is written)."""
-    from .cli_run import read_chapter
 
     if not folder.is_dir():
         raise InputError(
@@ -336,58 +334,3 @@ def write_dataset(data: Dataset, out: Path) -> list[Path]:
     card = json.dumps(data.card, ensure_ascii=False, indent=2) + "\n"
     written.append(write_atomic(out / "card.json", card))
     return written
-
-
-# ---- the command ----
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .screenplay.request import PROMPT_LANGUAGES
-
-    p.add_argument(
-        "pairs", type=Path, help="folder of NAME.txt chapters with NAME.json screenplays beside them"
-    )
-    p.add_argument(
-        "-o", "--output", type=Path, required=True, help="new folder for train.jsonl, val.jsonl, card.json"
-    )
-    p.add_argument(
-        "--val", type=float, default=0.1, help="share of the pairs held out for validation (default 0.1)"
-    )
-    p.add_argument(
-        "--style", default="manga", help="the style the Screenwriter will be asked for (default manga)"
-    )
-    p.add_argument(
-        "--prompt-language",
-        choices=PROMPT_LANGUAGES,
-        help="the prompts' language, as at inference (default: the chapter's own language)",
-    )
-    p.add_argument(
-        "--model", type=Path, help="a GGUF whose tokenizer counts each example's tokens (optional)"
-    )
-
-
-def cmd_dataset(args: argparse.Namespace) -> int:
-    """Check everything, then write the set; the card's counts are logged."""
-    check_output(args.output)
-    ScreenplayRequest(style=args.style, prompt_language=args.prompt_language)  # checks both
-    pairs = find_pairs(args.pairs)
-    llm = None
-    if args.model is not None:
-        from .llm.inprocess import LlamaCppLLM, LoadOptions, check_model_file
-
-        check_model_file(args.model)
-        llm = LlamaCppLLM(args.model, LoadOptions(n_ctx=512, n_gpu_layers=0))
-    data = build_dataset(
-        pairs, val_fraction=args.val, style=args.style, prompt_language=args.prompt_language, llm=llm
-    )
-    written = write_dataset(data, args.output)
-    card = data.card
-    log.info(
-        "dataset: %d pairs (%s) → %d train and %d validation examples in %s",
-        card["pairs"],
-        ", ".join(f"{n} {lang}" for lang, n in sorted(card["languages"].items())),
-        card["examples"]["train"],
-        card["examples"]["val"],
-        ", ".join(str(p) for p in written),
-    )
-    return 0

@@ -1,5 +1,5 @@
 """The generated reference pages in ``docs/``: the command line (from the argument parser) and the
-nodes (from their help pages, which ``tests/comfy/locales.py`` writes from the nodes' schemas).
+nodes (from their help pages, which ``mangaka/devtools/locales.py`` writes from the nodes' schemas).
 
     .venv/bin/python -m mangaka.devtools.docs           # rewrite docs/cli.md and docs/nodes.md
     .venv/bin/python -m mangaka.devtools.docs --check   # exit 1 when one is not current
@@ -19,7 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..cli.main import build_parser
 from ..fileio import write_atomic
+from ..options import option_table
+from ..surfaces import NODES, OPTION_SETS, commands_showing
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -42,50 +45,29 @@ tooltip, in English and Chinese), its default and its range come from that decla
 the tables below. A flag's error and a widget's error name the flag or the widget.
 
 """
-# (title, the module that declares them, where they appear, its declarations' import path)
-OPTION_SETS = (
-    (
-        "The Screenwriter's options",
-        "mangaka/screenplay/options.py",
-        "flags of `write`, `demo`, `book` and `eval`; widgets of Screenwriter (and Series Cast). `auto` "
-        "counts from the chapter on the command line; the node has its `auto_counts` input for that.",
-        "screenplay.options:OPTIONS",
-    ),
-    (
-        "Load LLM's options",
-        "mangaka/llm/options.py",
-        "flags of `write`, `demo` and `book` (`--ctx` also of `doctor`); widgets of Load LLM (GGUF) "
-        "(`context` also of Doctor).",
-        "llm.options:LOAD_OPTIONS",
-    ),
-    (
-        "Compose Page's options",
-        "mangaka/page/options.py",
-        "flags of `page`; widgets of Compose Page and Preview Page Layout. The command line's "
-        "`--width`/`--height` are unset unless `--page custom`.",
-        "page.options:PAGE_OPTIONS",
-    ),
-    (
-        "The book's options",
-        "mangaka/batch/options.py",
-        "flags of `book` (`--chapters`, `--concurrency`) and `queue` (`--chapters`, `--max-chars`); "
-        "widgets of Split Chapters and Remote LLM (`concurrency`).",
-        "batch.options:BOOK_OPTIONS",
-    ),
-)
+
+
+def _where(key: str) -> str:
+    """Where set ``key`` appears, from the registry (``mangaka/surfaces.py``): its commands' flags
+    (the flags named where a command shows only some) and the nodes that show its widgets."""
+    parts = []
+    for command, shown in commands_showing(key):
+        flags = ", ".join(f"`{o.flag}`" for o in shown.options().values() if o.flag)
+        parts.append(f"`{command}`" + (f" ({flags})" if shown.fields and len(shown.options()) < 4 else ""))
+    flags = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    nodes = " and ".join(", ".join(f"`{n}`" for n in NODES[key]).rsplit(", ", 1))
+    return f"flags of {flags}; widgets of {nodes} (those each node has)."
 
 
 def option_tables() -> str:
     """Every declared option set as a table, under its heading."""
-    import importlib
-
-    from ..options import option_table
-
     parts = [OPTIONS_HEAD]
-    for title, module, where, target in OPTION_SETS:
-        name, attr = target.split(":")
-        declared = getattr(importlib.import_module(f"mangaka.{name}"), attr)
-        parts.append(f"### {title}\n\nDeclared in `{module}`: {where}\n\n{option_table(declared)}\n")
+    for key, declared in OPTION_SETS.items():
+        note = f" {declared.note}" if declared.note else ""
+        parts.append(
+            f"### {declared.title}\n\nDeclared in `{declared.module}`: {_where(key)}{note}\n\n"
+            f"{option_table(declared.options)}\n"
+        )
     return "".join(parts)
 
 
@@ -119,8 +101,6 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 
 def cli_page() -> str:
     """docs/cli.md: the top-level help, then each command's ``--help``."""
-    from ..__main__ import build_parser
-
     with _columns(WIDTH):
         parser = build_parser()
         parts = [CLI_HEAD, "```\n" + parser.format_help().rstrip() + "\n```\n", option_tables()]

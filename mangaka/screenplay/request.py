@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from ..book_file import read_book
 from ..errors import InputError
 from ..llm.base import Sampling, sampling_preset
 from ..source.language import NAMES as LANGUAGE_NAME
@@ -69,6 +71,16 @@ def check_chapter(chapter: Any, source: str = "chapter") -> str:
             "give the text of one chapter"
         )
     return chapter
+
+
+def read_chapter(path: Path) -> str:
+    """A chapter file's text (UTF-8, UTF-16 with a BOM or GB18030), refused when there is nothing
+    to adapt in it."""
+    if path.is_dir():
+        raise InputError(f"chapter file {path} is a folder; give a text file with the chapter")
+    if not path.exists():
+        raise InputError(f"chapter file {path} not found; give the path of a text file with the chapter")
+    return check_chapter(read_book(path, "chapter file"), f"chapter file {path}")
 
 
 @dataclass(frozen=True)

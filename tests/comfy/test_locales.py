@@ -1,4 +1,4 @@
-"""Chinese in ComfyUI's own interface, and a help page for every node (tests/comfy/locales.py): the
+"""Chinese in ComfyUI's own interface, and a help page for every node (mangaka/devtools/locales.py): the
 locale covers every node, input and output the nodes have, the generated help pages are current,
 the server serves both, and the real page, switched to Chinese, shows the Screenwriter's Chinese
 title and its Chinese help page."""
@@ -10,9 +10,10 @@ import urllib.request
 
 import pytest
 
+from mangaka.devtools.locales import LOCALES, english, generated, missing_translations
+from mangaka.surfaces import NODES, OPTION_SETS
 from tests.comfy.browser import ComfyPage, require_browser
 from tests.comfy.harness import PACK_FOLDER
-from tests.comfy.locales import DECLARED_ON, LOCALES, declared, english, generated, missing_translations
 
 ZH = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
 
@@ -21,16 +22,16 @@ def test_the_chinese_locale_covers_every_node_input_and_output(server):
     assert missing_translations(english(server.object_info()), ZH) == []
 
 
-@pytest.mark.parametrize("target", sorted(DECLARED_ON))
+@pytest.mark.parametrize("target", sorted(NODES))
 def test_the_widgets_are_their_declarations(server, target):
     """Each widget's default, range, step, choices and tooltip are its option's declaration, on every
     node that shows it: a widget edited by hand in a node fails here."""
-    from tests.comfy.locales import _choices, _options
+    from mangaka.devtools.locales import _choices, _options
 
-    options = declared(target)
+    options = OPTION_SETS[target].options
     info = server.object_info()
     shown = set()
-    for node_id in DECLARED_ON[target]:
+    for node_id in NODES[target]:
         node = info[node_id]["input"]
         specs = {**node.get("required", {}), **node.get("optional", {})}
         for o in options.values():
@@ -48,11 +49,11 @@ def test_the_widgets_are_their_declarations(server, target):
 
 
 def test_the_help_pages_are_current(server):
-    """Regenerate with ``.venv/bin/python tests/comfy/locales.py`` when a node changes."""
+    """Regenerate with ``.venv/bin/python -m mangaka.devtools.locales`` when a node changes."""
     files = generated(server.object_info())
     assert len(files) == 2 * len(ZH)  # English and Chinese for every node
     stale = [str(p) for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
-    assert stale == [], "run .venv/bin/python tests/comfy/locales.py"
+    assert stale == [], "run .venv/bin/python -m mangaka.devtools.locales"
 
 
 def test_the_server_serves_the_locale_and_the_help_pages(server):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mangaka.__main__ import main, os_error_line, run_command
+from mangaka.cli.main import main, os_error_line, run_command
 from mangaka.fileio import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]

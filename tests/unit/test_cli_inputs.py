@@ -16,8 +16,11 @@ from typing import ClassVar
 
 import pytest
 
-from mangaka import cli_run
-from mangaka.__main__ import DEMO_CHAPTER, DEMO_OUTPUT, build_parser, main
+from mangaka.cli import args as cli_args
+from mangaka.cli import paths as cli_paths
+from mangaka.cli.demo import DEMO_OUTPUT
+from mangaka.cli.main import build_parser, main
+from mangaka.demo import DEMO_CHAPTER
 from mangaka.devtools.tiny_models import write_lora, write_model
 from mangaka.llm import inprocess
 from mangaka.llm.base import PRESETS
@@ -94,14 +97,14 @@ def recorded(monkeypatch) -> dict[str, list]:
         return ScreenplayResult(GOLDEN, thinking="the plan" if request.think_tokens else "")
 
     FakeLLM.made = []
-    monkeypatch.setattr(inprocess, "LlamaCppLLM", FakeLLM)
-    monkeypatch.setattr("mangaka.screenplay.write_screenplay", write_screenplay)
+    monkeypatch.setattr(cli_args, "LlamaCppLLM", FakeLLM)
+    monkeypatch.setattr("mangaka.cli.write.write_screenplay", write_screenplay)
     monkeypatch.setattr("mangaka.batch.book.write_screenplay", write_screenplay)
     monkeypatch.setattr(  # the book's first pass: the golden cast for every chapter
         "mangaka.batch.book.write_cast", lambda *_a, **_kw: Step(list(GOLDEN.characters))
     )
     monkeypatch.setattr(
-        cli_run, "save_storyboard", lambda screenplay, output: [cli_run.storyboard_path(output)]
+        "mangaka.cli.write.save_storyboard", lambda screenplay, output: [cli_paths.storyboard_path(output)]
     )
     return {"llms": FakeLLM.made, "requests": requests}
 
@@ -155,24 +158,22 @@ def test_the_builders_take_the_parsed_arguments(files):
         ["book", str(BOOK), "--model", str(files["model"]), "--ctx", "1024", "--flash-attn", "on",
          "--panels", "2", "--seed", "5", "-o", "x"]
     )  # fmt: skip
-    assert cli_run.load_options_from_args(args) == inprocess.LoadOptions(
+    assert cli_args.load_options_from_args(args) == inprocess.LoadOptions(
         n_ctx=1024, n_gpu_layers=-1, n_threads=0, flash_attn="on"
     )
-    request = cli_run.request_from_args(args)
+    request = cli_args.request_from_args(args)
     assert (request.panels, request.seed, request.dialogue) == (2, 5, 8)
     assert args.out == Path("x")
 
 
 def test_book_remote_gets_its_url_model_key_name_and_concurrency(files, tmp_path, recorded, monkeypatch):
-    from mangaka.llm import openai
-
     made = []
 
     class FakeRemote:
         def __init__(self, url, model, *, api_key_env=None, concurrency=1) -> None:
             made.append((url, model, api_key_env, concurrency))
 
-    monkeypatch.setattr(openai, "OpenAICompatibleLLM", FakeRemote)
+    monkeypatch.setattr(cli_args, "OpenAICompatibleLLM", FakeRemote)
     run = ["--remote", "http://127.0.0.1:9", "--remote-model", "qwen", "--api-key-env", "MY_KEY"]
     assert main(argv("book", files, tmp_path, *run, "--concurrency", "3")) == 0
     assert made == [("http://127.0.0.1:9", "qwen", "MY_KEY", 3)]
@@ -187,9 +188,9 @@ def test_demo_writes_its_screenplay_and_storyboard_in_the_current_folder(
 ):
     from PIL import Image
 
-    monkeypatch.setattr(inprocess, "LlamaCppLLM", FakeLLM)  # the real storyboard, of a golden screenplay
+    monkeypatch.setattr(cli_args, "LlamaCppLLM", FakeLLM)  # the real storyboard, of a golden screenplay
     monkeypatch.setattr(
-        "mangaka.screenplay.write_screenplay", lambda llm, chapter, request, **kw: ScreenplayResult(GOLDEN)
+        "mangaka.cli.write.write_screenplay", lambda llm, chapter, request, **kw: ScreenplayResult(GOLDEN)
     )
     monkeypatch.chdir(tmp_path)
     assert main(["demo", "--model", str(files["model"])]) == 0
@@ -225,7 +226,7 @@ def test_demo_writes_its_screenplay_and_storyboard_in_the_current_folder(
     ],
 )
 def test_storyboard_picture_name(output, page, picture):
-    assert cli_run.storyboard_path(Path("d") / output, page) == Path("d") / picture
+    assert cli_paths.storyboard_path(Path("d") / output, page) == Path("d") / picture
 
 
 def test_demo_help_names_the_picture_rule(capsys):
@@ -364,7 +365,7 @@ def test_an_output_folder_that_cannot_be_used_is_refused(command, files, tmp_pat
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_folder_this_user_cannot_write_is_refused(command, files, tmp_path, caplog, monkeypatch):
     """As root every folder is writable, so the permission answer is made up here (see below)."""
-    monkeypatch.setattr(cli_run.os, "access", lambda path, mode: Path(path) != tmp_path)
+    monkeypatch.setattr(cli_paths.os, "access", lambda path, mode: Path(path) != tmp_path)
     name = "screenplays" if command == "book" else "out.json"
     refused(argv(command, files, tmp_path, out=tmp_path / name), caplog, f"{tmp_path} is not writable")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.__main__ import main
+from mangaka.cli.main import main
 from mangaka.dataset import build_dataset, chapter_language, examples, find_pairs, request_for
 from mangaka.errors import InputError
 from mangaka.screenplay import write_screenplay

@@ -99,7 +99,7 @@ def test_the_generated_references_are_current():
 
 
 def test_the_cli_reference_lists_every_command_and_a_changed_flag_makes_it_stale(monkeypatch):
-    from mangaka.__main__ import build_parser
+    from mangaka.cli.main import build_parser
 
     page = docs.cli_page()
     for name in docs._subcommands(build_parser()):
@@ -112,7 +112,7 @@ def test_the_cli_reference_lists_every_command_and_a_changed_flag_makes_it_stale
         docs._subcommands(parser)["write"].add_argument("--new-option", help="a new option")
         return parser
 
-    monkeypatch.setattr("mangaka.__main__.build_parser", changed)
+    monkeypatch.setattr("mangaka.devtools.docs.build_parser", changed)
     assert docs.DOCS / "cli.md" in docs.stale()
 
 

@@ -195,7 +195,7 @@ def test_a_bad_checkpoint_is_refused_naming_the_option(value, says, tmp_path, mo
 
 
 def test_the_command_refuses_a_bad_checkpoint_before_diagnosing(tmp_path, caplog):
-    from mangaka.__main__ import main
+    from mangaka.cli.main import main
 
     assert main(["doctor", "--checkpoint", str(tmp_path / "nope.safetensors")]) == 1
     assert "--checkpoint" in caplog.text and "no such file" in caplog.text

@@ -9,10 +9,11 @@ import shutil
 
 import pytest
 
-from mangaka.__main__ import build_parser
+from mangaka.cli.eval import _apply, _config, eval_report, format_report, select_cases
+from mangaka.cli.eval import run as cmd_eval
+from mangaka.cli.main import build_parser
 from mangaka.errors import InputError
 from mangaka.evaluate import BUILTIN_SET, load_gold_set
-from mangaka.evaluate.cli import _apply, _config, cmd_eval, eval_report, format_report, select_cases
 from mangaka.evaluate.runner import (
     FIGURES,
     EvalConfig,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mangaka.__main__ import main
+from mangaka.cli.main import main
 from mangaka.errors import InputError
 from mangaka.evaluate import (
     BUILTIN_SET,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.__main__ import main
+from mangaka.cli.main import main
 from mangaka.errors import InputError
 from mangaka.fileio import NAME_MAX, read_input, read_text, write_atomic
 

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.__main__ import build_parser
 from mangaka.batch.options import BOOK_OPTIONS
+from mangaka.cli import COMMANDS as COMMANDS_ALL
+from mangaka.cli.eval import COMPARE_KEYS
+from mangaka.cli.main import build_parser
 from mangaka.devtools.docs import option_tables
+from mangaka.devtools.locales import with_declarations
 from mangaka.errors import InputError
-from mangaka.evaluate.cli import COMPARE_KEYS
 from mangaka.llm.loading import LoadOptions
 from mangaka.llm.options import LOAD_OPTIONS
 from mangaka.options import Option, option_table
@@ -24,33 +26,11 @@ from mangaka.page.layout import LayoutOptions
 from mangaka.page.options import AUTOMATIC, LAYOUT_FIELDS, PAGE_OPTIONS, layout_from, lettering_from
 from mangaka.screenplay.options import OPTIONS
 from mangaka.screenplay.request import ScreenplayRequest
-from tests.comfy.locales import DECLARED_ON, declared, with_declarations
+from mangaka.surfaces import COMMANDS, NODES, OPTION_SETS
 
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-# Each command: the declared sets whose flags it has (None: every flag of the set), and the
-# defaults it sets itself (said in its help through %(default)s).
-COMMANDS = {
-    "write": [(OPTIONS, None), (LOAD_OPTIONS, set(LOAD_OPTIONS) - {"memory"})],
-    "demo": [(OPTIONS, None), (LOAD_OPTIONS, set(LOAD_OPTIONS) - {"memory"})],
-    "book": [
-        (OPTIONS, None),
-        (LOAD_OPTIONS, set(LOAD_OPTIONS) - {"memory"}),
-        (BOOK_OPTIONS, {"chapters", "concurrency"}),
-    ],
-    "eval": [(OPTIONS, None)],
-    "page": [(PAGE_OPTIONS, None)],
-    "doctor": [(LOAD_OPTIONS, {"n_ctx"})],
-    "queue": [(BOOK_OPTIONS, {"chapters", "max_chars"})],
-}
-OWN_DEFAULTS = {
-    "demo": {"panels": 4, "dialogue": 6},
-    "eval": {"panels": None, "dialogue": None},
-    "page": {"width": None, "height": None},
-    "book": {"chapters": None},
-    "queue": {"chapters": None},
-}
 
 
 def actions(command: str) -> dict[str, argparse.Action]:
@@ -61,17 +41,30 @@ def actions(command: str) -> dict[str, argparse.Action]:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_flag_is_its_declaration(command):
+    """Each command has the flags the registry (``mangaka/surfaces.py``) says it shows, each as
+    declared, with the command's own default where the registry gives one."""
     found = actions(command)
-    for options, only in COMMANDS[command]:
-        for o in options.values():
-            if o.flag is None or (only is not None and o.field not in only):
+    for shown in COMMANDS[command]:
+        for o in shown.options().values():
+            if o.flag is None:
                 continue
             action = found[o.flag]
-            default = OWN_DEFAULTS.get(command, {}).get(o.field, o.default)
+            default = shown.defaults.get(o.field, o.default)
             assert (action.dest, action.default) == (o.dest, default), (command, o.field)
             expected = list(o.choices) if o.choices and o.strict else None
             assert (list(action.choices) if action.choices else None) == expected, o.field
             assert o.help.replace("%", "%%") in action.help, o.field
+
+
+def test_no_command_shows_a_declared_flag_the_registry_does_not_list():
+    """A flag of a declared option on a command is there because the registry says so (a flag of
+    the command's own that shares a name, eval's ``--chapters``, has its own help)."""
+    helps = {o.flag: o.help for s in OPTION_SETS.values() for o in s.options.values() if o.flag}
+    for command in COMMANDS_ALL:
+        listed = {o.flag for shown in COMMANDS.get(command, ()) for o in shown.options().values()}
+        found = actions(command)
+        extra = {f for f in found if f in helps and helps[f] in (found[f].help or "") and f not in listed}
+        assert not extra, (command, extra)
 
 
 def test_the_request_takes_its_defaults_and_ranges_from_the_declarations():
@@ -148,14 +141,14 @@ def test_compare_keys_are_the_declared_flags():
                 assert COMPARE_KEYS[o.dest][0] == o.dest
 
 
-@pytest.mark.parametrize("target", sorted(DECLARED_ON))
+@pytest.mark.parametrize("target", sorted(NODES))
 def test_the_chinese_names_and_tooltips_are_the_declared_ones(target):
     """The locale's names and tooltips of declared widgets are written from the declarations
-    (``tests/comfy/locales.py``); each declared widget is on one of the nodes said to show it."""
+    (``mangaka/devtools/locales.py``); each declared widget is on one of the nodes said to show it."""
     zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
-    assert with_declarations(zh) == zh, "run .venv/bin/python tests/comfy/locales.py"
-    options = declared(target)
-    shown = {w for node in DECLARED_ON[target] for w in zh[node]["inputs"]}
+    assert with_declarations(zh) == zh, "run .venv/bin/python -m mangaka.devtools.locales"
+    options = OPTION_SETS[target].options
+    shown = {w for node in NODES[target] for w in zh[node]["inputs"]}
     assert {o.widget for o in options.values() if o.widget} <= shown
     assert all(o.help_zh and o.help for o in options.values())
     assert all(o.name_zh for o in options.values() if o.widget)

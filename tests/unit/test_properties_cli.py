@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from mangaka.__main__ import main
 from mangaka.chapters import read_book
-from mangaka.cli_run import LAYOUT_FILE, save_pages
+from mangaka.cli.main import main
+from mangaka.cli.page import LAYOUT_FILE, save_pages
 from mangaka.compose import screenplay_from_text
 from mangaka.errors import InputError
 from mangaka.page.layout import DIRECTIONS, LayoutOptions

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mangaka.__main__ import main
+from mangaka.cli.main import main
 from mangaka.errors import InputError
 from mangaka.evaluate.goldset import load_gold_set
 from mangaka.names import name_match

@@ -144,7 +144,7 @@ def test_the_sd_prompts_bible_takes_the_series_bible():
 
 
 def test_book_refuses_a_bad_bible_before_the_model_loads(tmp_path, caplog):
-    from mangaka.__main__ import main
+    from mangaka.cli.main import main
 
     book = tmp_path / "book.txt"
     book.write_text("Chapter 1: One\n\nMara drew water.\n\nChapter 2: Two\n\nIlse came.\n", encoding="utf-8")

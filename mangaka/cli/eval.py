@@ -20,13 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..llm.options import LOAD_OPTIONS
-from ..screenplay.options import OPTIONS
-from ..screenplay.request import DIALOGUE_FROM
-from ..screenplay.scenes import AUTO
-from .goldset import BUILTIN_SET, GoldCase, load_gold_set
-from .runner import (
+from ..errors import InputError, LoraError
+from ..evaluate.goldset import BUILTIN_SET, GoldCase, load_gold_set
+from ..evaluate.runner import (
     FIGURES,
     ConfigSummary,
     EvalConfig,
@@ -36,6 +32,15 @@ from .runner import (
     run_config,
     summarise,
 )
+from ..llm.decode import JUMP_FORWARD
+from ..llm.lora import record_eval
+from ..llm.options import LOAD_OPTIONS
+from ..screenplay.models import MAX_DIALOGUE, MAX_PANELS
+from ..screenplay.options import OPTIONS
+from ..screenplay.request import DIALOGUE_FROM, check_count, check_count_or_auto
+from ..screenplay.scenes import AUTO
+from .args import add_model_args, check_model_args, load_options_from_args, open_llm, request_from_args
+from .paths import check_output_folder
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +85,7 @@ NONE = "none"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``eval``'s own arguments (the write options come from the caller's ``_add_model_args``)."""
+    """``eval``'s own arguments (the write options come from ``add_model_args``)."""
     p.add_argument("set", help=f"a gold set folder, or '{BUILTIN_NAME}' for the built-in gold chapters")
     p.add_argument("--chapters", help="only these chapters of the set, by id: en1,zh2")
     p.add_argument("--seeds", type=int, default=3, help=f"seeds per chapter, 1 to {MAX_SEEDS} (default 3)")
@@ -154,11 +159,6 @@ def _override(args: argparse.Namespace, spec: str) -> argparse.Namespace:
 
 def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     """A checked configuration from (possibly overridden) arguments; loads nothing."""
-    from ..cli_run import check_model_args, load_options_from_args, request_from_args
-    from ..llm.decode import JUMP_FORWARD
-    from ..screenplay.models import MAX_DIALOGUE, MAX_PANELS
-    from ..screenplay.request import check_count_or_auto
-
     if getattr(args, "reading_only", False):
         if args.model or args.remote or args.compare:
             raise InputError("--reading-only runs no model: leave out --model, --remote and --compare")
@@ -198,10 +198,16 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     return EvalConfig(name, settings, request, panels, dialogue)
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from ..cli_run import check_output_folder, open_llm
-    from ..screenplay.request import check_count
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval", help="score the Screenwriter against a gold chapter set (fidelity; seeds; two configurations)"
+    )
+    add_model_args(p, "eval", model_required=False, output=None)
+    add_arguments(p)
+    p.set_defaults(func=run)
 
+
+def run(args: argparse.Namespace) -> int:
     seeds = list(range(args.seed, args.seed + check_count("--seeds", args.seeds, 1, MAX_SEEDS)))
     set_name, cases = select_cases(args)
     variants = [("a", args)] + ([("b", _apply(args, args.compare))] if args.compare else [])
@@ -230,9 +236,6 @@ def record_in_manifests(report: dict[str, Any], summaries: list[ConfigSummary]) 
     ``NAME.gguf.manifest.json``, when it is beside the LoRA): the set, chapters, seeds, its
     configuration's settings and mean figures, and those of the configuration it was compared
     with. The manifests written; one that cannot be written is named in a warning."""
-    from ..errors import LoraError
-    from ..llm.lora import record_eval
-
     written = []
     for summary in summaries:
         lora = summary.config.settings.get("lora")

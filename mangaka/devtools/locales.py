@@ -1,7 +1,8 @@
 """The nodes' words in ComfyUI's own interface: English and Chinese locales and help pages.
 
-    .venv/bin/python tests/comfy/locales.py     # rewrite the help pages (and docs/nodes.md) from the nodes
-                                                # and the declared options' Chinese names and tooltips
+    .venv/bin/python -m mangaka.devtools.locales   # rewrite the help pages (and docs/nodes.md) from the
+                                                   # nodes, and the declared options' Chinese names and
+                                                   # tooltips in locales/zh/nodeDefs.json
 
 ComfyUI serves a custom node pack's ``locales/<lang>/nodeDefs.json`` at ``/i18n`` (the front end
 shows node titles, input and output names and tooltips in the user's language) and its help pages
@@ -16,8 +17,13 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from ..surfaces import NODES, OPTION_SETS
+from . import docs
+from .comfy_server import PACK_FOLDER, ComfyServer, find_install
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALES = ROOT / "locales"
@@ -30,31 +36,13 @@ HEADINGS = {
 }
 
 
-# The nodes that show each declared option set's widgets (mangaka/options.py): their Chinese
-# names and tooltips are written from the declarations' name_zh and help_zh (with_declarations).
-DECLARED_ON = {
-    "mangaka.screenplay.options:OPTIONS": ("MangakaScreenwriter", "MangakaSeriesCast"),
-    "mangaka.llm.options:LOAD_OPTIONS": ("MangakaLoadLLM", "MangakaDoctor"),
-    "mangaka.page.options:PAGE_OPTIONS": ("MangakaComposePage", "MangakaPreviewLayout", "MangakaSaveManga"),
-    "mangaka.batch.options:BOOK_OPTIONS": ("MangakaSplitChapters", "MangakaRemoteLLM"),
-}
-
-
-def declared(target: str) -> dict[str, Any]:
-    """One declared option set, by ``module:NAME``."""
-    import importlib
-
-    module, name = target.split(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def with_declarations(zh: dict[str, Any], en: dict[str, Any] | None = None) -> dict[str, Any]:
     """The Chinese locale with each declared widget's name and tooltip from its declaration, on
     every node that shows it (the rest as written by hand); ``en`` (``english``: the nodes as the
     server has them) adds the entry of a declared widget a node has and the locale lacks."""
     out = json.loads(json.dumps(zh))
-    for target, nodes in DECLARED_ON.items():
-        by_widget = {o.widget: o for o in declared(target).values() if o.widget}
+    for key, nodes in NODES.items():  # the nodes that show each declared set (mangaka/surfaces.py)
+        by_widget = {o.widget: o for o in OPTION_SETS[key].options.values() if o.widget}
         for node in nodes:
             for widget in (en or {}).get(node, {}).get("inputs", {}):
                 if widget in by_widget:
@@ -176,11 +164,6 @@ def generated(object_info: dict[str, Any]) -> dict[Path, str]:
 
 
 def main() -> int:
-    import tempfile
-
-    sys.path.insert(0, str(ROOT))
-    from tests.comfy.harness import PACK_FOLDER, ComfyServer, find_install
-
     with tempfile.TemporaryDirectory() as tmp:
         server = ComfyServer(find_install(), Path(tmp), {PACK_FOLDER: ROOT}).start()
         try:
@@ -193,8 +176,6 @@ def main() -> int:
     for path, text in generated(info).items():  # the Chinese pages read the locale just written
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    from mangaka.devtools import docs
-
     for path, text in docs.pages().items():  # docs/nodes.md is made from the help pages just written
         path.write_text(text, encoding="utf-8")
     for problem in missing_translations(english(info), zh):

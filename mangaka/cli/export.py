@@ -1,4 +1,4 @@
-"""``--export`` of the ``page``, ``book`` and ``queue`` commands."""
+"""``--export`` of the ``page``, ``book`` and ``queue`` commands: the pages as files a reader opens."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import BookInfo, export, export_book, file_stem, parse_formats
+from ..batch.workflow import load_workflow
+from ..book_file import read_book
+from ..dataset import chapter_language
+from ..export import BookInfo, Section, export, export_book, file_stem, parse_formats, read_page
 
 log = logging.getLogger("mangaka.export")
 # The book's language is read from its start: this many characters tell en, zh and ja apart.
@@ -33,8 +36,7 @@ def export_composed(
     formats: tuple[str, ...], files: list[Path], screenplay: Any, args: argparse.Namespace
 ) -> None:
     """``page --export``: the page files just written, as they are, as one chapter beside them."""
-    from . import Section, read_page
-    from .sources import page_dpi, screenplay_info
+    from ..export.sources import page_dpi, screenplay_info
 
     info = screenplay_info(screenplay, args.direction)
     section = Section(screenplay.title, tuple(read_page(path, page_dpi(args.page)) for path in files))
@@ -47,7 +49,7 @@ def export_book_folder(
 ) -> int:
     """``book --export``: each written chapter's screenplay drawn as storyboard pages, one file per
     chapter and one for the book, in ``OUT``; chapters without a screenplay are named as missing."""
-    from .sources import storyboard_section
+    from ..export.sources import storyboard_section
 
     sections, missing, screenplays = [], [], []
     for chapter in chapters:
@@ -72,10 +74,7 @@ def export_book_folder(
 def export_queue_folder(formats: tuple[str, ...], args: argparse.Namespace, result: Any) -> int:
     """``queue --export``: the pages each finished chapter's workflow saved, one file per chapter and
     one for the book, in ``--out``."""
-    from ..batch.workflow import load_workflow
-    from ..book_file import read_book
-    from ..dataset import chapter_language
-    from .sources import compose_settings, queue_sections
+    from ..export.sources import compose_settings, queue_sections
 
     workflow = load_workflow(args.workflow)
     chapters = [result.state.chapters[n] for n in result.selected]

@@ -22,12 +22,6 @@ FORBIDDEN = ("nodes", "comfy", "comfy_api", "folder_paths", "server", "torch")
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
-# Files and functions over the size limits that are being split now: a whole file ("path") or
-# one function ("path::name"). Remove an entry once its split lands; add none for new code.
-SPLIT_PENDING: dict[str, str] = {}  # "path" or "path::function" → why it is over the limit, for now
-
-# Modules being moved out of the engine: left out of the all-imports cycle check only.
-MOVING: tuple[str, ...] = ()
 
 
 def module_name(path: Path) -> str:
@@ -180,14 +174,21 @@ def test_no_import_cycle_at_load_time():
 
 
 def test_no_import_cycle_counting_every_import():
-    """Function-level imports too: the dependencies point one way (modules being moved out aside)."""
+    """Function-level imports too: the dependencies point one way."""
+    groups = find_cycles(_graph(IMPORTS))
+    assert not groups, _describe(groups, IMPORTS)
 
-    def moving(name: str) -> bool:
-        return any(name == m or name.startswith(m) for m in MOVING)
 
-    imports = [i for i in IMPORTS if not moving(i.source) and not moving(i.target)]
-    groups = find_cycles(_graph(imports))
-    assert not groups, _describe(groups, imports)
+def test_only_the_command_line_and_the_dev_tools_import_the_command_line():
+    """The surfaces layer (``mangaka/cli/``) sits on the engine: no engine module imports it, at
+    load time or in a function (``devtools`` may: the docs are made from the parser)."""
+    bad = [
+        f"{i.source} line {i.line} imports {i.target}"
+        for i in IMPORTS
+        if i.target.startswith("mangaka.cli")
+        and not i.source.startswith(("mangaka.cli", "mangaka.devtools", "mangaka.__main__"))
+    ]
+    assert not bad, "\n".join(bad)
 
 
 def test_the_engine_imports_no_comfyui_and_no_torch():
@@ -208,15 +209,6 @@ def test_no_engine_module_imports_another_ones_private_names():
                 private = [a.name for a in node.names if a.name[:1] == "_" and a.name[:2] != "__"]
                 bad += [f"{name} line {node.lineno} imports {n}" for n in private]
     assert not bad, "\n".join(bad)
-
-
-def _pending(key: str) -> bool:
-    return key in SPLIT_PENDING or key.split("::")[0] in SPLIT_PENDING
-
-
-def test_the_split_pending_list_names_real_files():
-    for key in SPLIT_PENDING:
-        assert (ROOT / key.split("::")[0]).is_file(), f"{key}: no such file; remove the entry"
 
 
 def repository_python() -> list[str]:
@@ -242,16 +234,30 @@ def test_module_and_function_sizes(rel):
     path = ROOT / rel
     text = path.read_text(encoding="utf-8")
     lines = len(text.splitlines())
-    if not _pending(rel):
-        assert lines <= MAX_MODULE_LINES, f"{rel} has {lines} lines (at most {MAX_MODULE_LINES}): split it"
+    assert lines <= MAX_MODULE_LINES, f"{rel} has {lines} lines (at most {MAX_MODULE_LINES}): split it"
     long = [
         f"{rel}::{node.name} has {node.end_lineno - node.lineno + 1} lines"
         for node in ast.walk(ast.parse(text))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
-        and not _pending(f"{rel}::{node.name}")
     ]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: " + "; ".join(long)
+
+
+def test_no_test_imports_another_tiers_modules():
+    """A tier's tests import their own tier's support modules and the shared ones at ``tests/``'s
+    top (``fakes.py``, ``servers.py``, ``background.py``, ``growth.py``), never another tier's."""
+    bad = []
+    for rel in repository_python():
+        parts = rel.split("/")
+        if parts[0] != "tests" or len(parts) < 3:
+            continue
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+                target = node.module.split(".")
+                if len(target) > 2 and target[1] != parts[1]:
+                    bad.append(f"{rel} line {node.lineno}: from {node.module} import …")
+    assert bad == []
 
 
 def test_no_test_module_imports_from_another():

@@ -33,7 +33,10 @@ class Option:
     otherwise the engine refuses them, listing the choices); ``labels``: the node's words for the
     choices, in their order. ``flag``/``widget``: its name on the command line and on its node (None:
     not there). ``name_zh``: the widget's name in the Chinese interface. ``step``: the widget's
-    step. ``compare``: an ``eval --compare`` key (the Screenwriter's and Load LLM's options)."""
+    step. ``compare``: an ``eval --compare`` key (the Screenwriter's and Load LLM's options).
+    ``max_chars``: a text's longest (a text with a default is never empty); ``fix``: what a refusal of a
+    choice or a text adds, how to choose; ``objects``: types taken as they are besides the
+    choices (``Sampling`` settings for the sampling preset). A default of None is taken too."""
 
     field: str
     default: Any
@@ -52,6 +55,9 @@ class Option:
     metavar: str | None = None
     step: float | None = None
     compare: bool = False
+    max_chars: int | None = None
+    fix: str = ""
+    objects: tuple[type, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -99,27 +105,48 @@ class Option:
 
     def check(self, value: Any, label: str | None = None) -> Any:
         """``value`` if it is in the declared range or choices, else ``InputError`` about the field
-        (``label``: how the message names it, the field by default)."""
+        (``label``: how the message names it, the field by default); ``auto`` as the word ``auto``
+        where the option takes it."""
+        if (value is None and self.default is None) or isinstance(value, self.objects):
+            return value
         kind = self.kind
         if kind in ("int", "float"):
-            number = (int, float) if kind == "float" else int
-            if isinstance(value, bool) or not isinstance(value, number) or not math.isfinite(value):
-                noun = "a number" if kind == "float" else "a whole number"
-                raise InputError.about(
-                    self.field, f"must be {noun} from {self.bounds()}{self.meaning}, got {value!r}", label
-                )
-            if not self.low <= value <= self.high:
-                raise InputError.about(
-                    self.field, f"must be from {self.bounds()}{self.meaning}, got {_number(value)}", label
-                )
-            return float(value) if kind == "float" else value
+            return self._check_number(value, label)
         if kind == "bool" and not isinstance(value, bool):
             raise InputError.about(self.field, f"must be true or false, got {value!r}", label)
+        fix = f" ({self.fix})" if self.fix else ""
         if self.choices and value not in self.choices:
+            known = ", ".join(self.choices)
+            said = f"{value!r} is unknown; choose one of: {known}" if not self.strict else None
+            raise InputError.about(self.field, said or f"must be one of: {known}; got {value!r}{fix}", label)
+        if kind == "text" and not isinstance(value, str):
+            raise InputError.about(self.field, f"must be text, got {type(value).__name__}", label)
+        if kind == "text" and self.default and not value.strip():  # a text with a default is never empty
+            raise InputError.about(self.field, f"is empty{': ' + self.fix if self.fix else ''}", label)
+        if self.max_chars is not None and len(value) > self.max_chars:
             raise InputError.about(
-                self.field, f"must be one of: {', '.join(self.choices)}; got {value!r}", label
+                self.field, f"is {len(value)} characters long; at most {self.max_chars}", label
             )
         return value
+
+    def _check_number(self, value: Any, label: str | None) -> Any:
+        if self.auto and isinstance(value, str):
+            if value.strip().casefold() == "auto":
+                return "auto"
+            raise InputError.about(
+                self.field, f"must be a whole number from {self.bounds()} or 'auto', got {value!r}", label
+            )
+        number = (int, float) if self.kind == "float" else int
+        if isinstance(value, bool) or not isinstance(value, number) or not math.isfinite(value):
+            noun = "a number" if self.kind == "float" else "a whole number"
+            raise InputError.about(
+                self.field, f"must be {noun} from {self.bounds()}{self.meaning}, got {value!r}", label
+            )
+        if not self.low <= value <= self.high:
+            raise InputError.about(
+                self.field, f"must be from {self.bounds()}{self.meaning}, got {_number(value)}", label
+            )
+        return float(value) if self.kind == "float" else value
 
 
 def _number(value: float | None) -> str:

@@ -32,12 +32,10 @@ from ..evaluate.runner import (
     run_config,
     summarise,
 )
-from ..llm.decode import JUMP_FORWARD
 from ..llm.lora import record_eval
 from ..llm.options import LOAD_OPTIONS
-from ..screenplay.models import MAX_DIALOGUE, MAX_PANELS
 from ..screenplay.options import OPTIONS
-from ..screenplay.request import DIALOGUE_FROM, check_count, check_count_or_auto
+from ..screenplay.request import DIALOGUE_FROM, check_count
 from ..screenplay.scenes import AUTO
 from .args import add_model_args, check_model_args, load_options_from_args, open_llm, request_from_args
 from .paths import check_output_folder
@@ -166,19 +164,13 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
         return EvalConfig("reading", {"reading_only": True}, request)
     if bool(args.model) == bool(args.remote):
         raise InputError(f"configuration {name}: give either --model FILE.gguf or --remote URL (one of them)")
-    panels = None if args.panels is None else check_count_or_auto("--panels", args.panels, 1, MAX_PANELS)
-    dialogue = (
-        None if args.dialogue is None else check_count_or_auto("--dialogue", args.dialogue, 0, MAX_DIALOGUE)
-    )
+    panels = None if args.panels is None else OPTIONS["panels"].check(args.panels, "--panels")
+    dialogue = None if args.dialogue is None else OPTIONS["dialogue"].check(args.dialogue, "--dialogue")
     request = request_from_args(argparse.Namespace(**{**vars(args), "panels": 6, "dialogue": 8}))
     if args.model:
         load_options_from_args(args)
         check_model_args(args, args.model)
-    if args.jump_forward not in JUMP_FORWARD:
-        raise InputError(
-            f"configuration {name}: jump_forward must be one of {', '.join(JUMP_FORWARD)}, "
-            f"not {args.jump_forward!r}"
-        )
+    LOAD_OPTIONS["jump_forward"].check(args.jump_forward, f"configuration {name}: jump_forward")
     settings = {
         "model": str(args.model) if args.model else None,
         "lora": str(args.lora) if args.lora else None,

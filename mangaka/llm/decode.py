@@ -326,8 +326,6 @@ def decode(
     ``JUMP_FORWARD`` (the module's docstring). Errors from llama.cpp (including an abort through
     the context's abort callback) propagate as ``RuntimeError``.
     """
-    if jump_forward not in JUMP_FORWARD:
-        raise ValueError(f"jump_forward must be one of {', '.join(JUMP_FORWARD)}, not {jump_forward!r}")
     _check_context(llama, tokens, start)
     lib = import_llama_cpp()
     vocab = llama._model.vocab

@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from ..llm.base import PRESETS
+from ..llm.base import PRESETS, Sampling
 from ..options import UNSET, Option, add_flags, declare, fields_from_args
 from ..options import option_table as table_of
 from .models import LANGUAGES, MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, MAX_SCENE_PANELS
@@ -61,7 +61,7 @@ OPTIONS = declare(
         "sampling", DEFAULT_SAMPLING, "Qwen3.5 model-card presets, or greedy for reproducible drafts",
         "Qwen3.5 模型卡推荐的预设，或可复现草稿用的 greedy",
         choices=tuple(PRESETS), strict=False, flag="--sampling", widget="sampling",
-        name_zh="采样", compare=True,
+        name_zh="采样", compare=True, objects=(Sampling,),
     ),
     Option(
         "seed", 0, "Sampling seed", "采样种子",
@@ -92,6 +92,8 @@ OPTIONS = declare(
         "分镜格记录所画的段落，角色就是章节中点名的人。free：台词由模型自己写（适用于不用引号标出对话的章节）",
         choices=DIALOGUE_FROM, labels=("from the chapter", "free"), flag="--dialogue-from",
         widget="dialogue", name_zh="台词来源", compare=True,
+        fix="chapter: the chapter's quoted lines, verbatim; free: lines in the model's words, for a "
+        "chapter without quote marks",
     ),
     Option(
         "speaker_hints", True,
@@ -114,10 +116,12 @@ OPTIONS = declare(
         "The language of the Screenwriter's prompts (unset: the screenplay's own language)",
         "编剧提示词的语言（不设：与剧本语言相同）",
         choices=PROMPT_LANGUAGES, flag="--prompt-language", compare=True,
+        fix="the languages prompts are written in; leave it unset for the screenplay's own language",
     ),
     Option(
         "style", "manga", f"The adaptation's style, in words (at most {MAX_STYLE} characters)",
         f"改编风格的文字描述（最多 {MAX_STYLE} 字）",
+        max_chars=MAX_STYLE, fix="name a style, e.g. 'manga' or 'shoujo manga, soft screentones'",
     ),
 )  # fmt: skip
 

@@ -109,40 +109,8 @@ class ScreenplayRequest:
     def __post_init__(self) -> None:
         if self.sampling is None:  # callers that pass "no preference"
             object.__setattr__(self, "sampling", DEFAULT_SAMPLING)
-        for o in OPTIONS.values():  # the whole numbers, each in its declared range
-            if o.low is not None and o.auto:
-                object.__setattr__(
-                    self, o.field, check_count_or_auto(o.field, getattr(self, o.field), o.low, o.high)
-                )
-            elif o.low is not None and o.field != "seed":  # the seed: checked with its preset, below
-                check_count(o.field, getattr(self, o.field), o.low, o.high)
-        OPTIONS["language"].check(self.language)
-        OPTIONS["speaker_hints"].check(self.speaker_hints)
-        if self.dialogue_from not in DIALOGUE_FROM:
-            raise InputError.about(
-                "dialogue_from",
-                f"{self.dialogue_from!r} is not known; choose 'chapter' (the chapter's "
-                "quoted lines, verbatim) or 'free' (lines in the model's words, for a chapter without "
-                "quote marks)",
-            )
-        if self.prompt_language is not None and self.prompt_language not in PROMPT_LANGUAGES:
-            raise InputError.about(
-                "prompt_language",
-                f"{self.prompt_language!r} has no prompts; choose one of: "
-                f"{', '.join(PROMPT_LANGUAGES)} (or leave it unset: the screenplay's own language)",
-            )
-        if not isinstance(self.style, str) or not self.style.strip():
-            raise InputError.about(
-                "style", "is empty: name a style, e.g. 'manga' or 'shoujo manga, soft screentones'"
-            )
-        if len(self.style) > MAX_STYLE:
-            raise InputError.about("style", f"is {len(self.style)} characters long; at most {MAX_STYLE}")
-        if isinstance(self.sampling, str):
-            sampling_settings(self.sampling, self.seed)
-        elif not isinstance(self.sampling, Sampling):
-            raise InputError.about(
-                "sampling", f"must be a preset name or Sampling, got {type(self.sampling).__name__}"
-            )
+        for o in OPTIONS.values():  # every field as declared (options.py); nothing checked beside it
+            object.__setattr__(self, o.field, o.check(getattr(self, o.field)))
 
     def for_chapter(self, chapter: str) -> ScreenplayRequest:
         """This request with the chapter's language: detected from its text for ``auto``; an explicit

@@ -23,7 +23,6 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
 
-
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":

@@ -455,6 +455,6 @@ def test_an_input_error_names_its_field_and_each_caller_names_it_its_own_way():
     assert caught.value.field == "n_ctx" and str(caught.value).startswith("n_ctx must be from")
     with pytest.raises(InputError) as caught:
         ScreenplayRequest(sampling="bogus")
-    assert caught.value.field == "sampling" and str(caught.value).startswith("sampling preset 'bogus'")
+    assert caught.value.field == "sampling" and str(caught.value).startswith("sampling 'bogus' is unknown")
     plain = InputError("the chapter is empty")
     assert plain.field is None and plain.named("--chapter") is plain

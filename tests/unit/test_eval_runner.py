@@ -96,7 +96,7 @@ def test_a_configuration_needs_a_model_or_a_server_and_valid_options(tmp_path):
     with pytest.raises(Exception, match="not-a-model"):
         _config("a", args_of("gold", "--model", str(tmp_path / "not-a-model.gguf")))
     with pytest.raises(
-        InputError, match=r"configuration b: jump_forward must be one of off, exact, canonical"
+        InputError, match=r"configuration b: jump_forward must be one of: off, exact, canonical; got 'fast'"
     ):
         _config("b", _apply(args_of("gold", "--remote", "http://x"), ["jump_forward=fast"]))
     assert (

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .batch.options import BOOK_OPTIONS
-from .llm.options import LOAD_OPTIONS
+from .llm.options import LOAD_OPTIONS, RUN_OPTIONS
 from .options import UNSET, Option
 from .page.options import PAGE_OPTIONS
 from .screenplay.options import OPTIONS as REQUEST_OPTIONS
@@ -56,6 +56,12 @@ OPTION_SETS: dict[str, OptionSet] = {
         "`auto` counts from the chapter on the command line; the node has its `auto_counts` input for that.",
     ),
     "load": OptionSet("Load LLM's options", "mangaka/llm/options.py", LOAD_OPTIONS),
+    "run": OptionSet(
+        "Load LLM's run options",
+        "mangaka/llm/options.py",
+        RUN_OPTIONS,
+        "How the loaded model is run (`RunOptions`), not how it is loaded.",
+    ),
     "page": OptionSet(
         "Compose Page's options",
         "mangaka/page/options.py",
@@ -65,25 +71,31 @@ OPTION_SETS: dict[str, OptionSet] = {
     "book": OptionSet("The book's options", "mangaka/batch/options.py", BOOK_OPTIONS),
 }
 
-_MODEL_FLAGS = tuple(k for k, o in LOAD_OPTIONS.items() if o.flag)  # ``memory`` is the node's alone
+_RUN_FLAGS = tuple(k for k, o in RUN_OPTIONS.items() if o.flag)  # ``memory`` is the node's alone
 _BOOK_ONLY = {"chapters": None}
 
 # In the order each command's --help lists them.
 COMMANDS: dict[str, tuple[Shown, ...]] = {
-    "write": (Shown("load", _MODEL_FLAGS), Shown("request")),
+    "write": (Shown("load"), Shown("run", _RUN_FLAGS), Shown("request")),
     "read": (Shown("request", ("language",)),),
-    "demo": (Shown("load", _MODEL_FLAGS), Shown("request", defaults={"panels": 4, "dialogue": 6})),
+    "demo": (
+        Shown("load"),
+        Shown("run", _RUN_FLAGS),
+        Shown("request", defaults={"panels": 4, "dialogue": 6}),
+    ),
     "bench": (Shown("load", ("n_gpu_layers", "n_threads"), {"n_gpu_layers": 0}),),
     "page": (Shown("page", defaults={"width": None, "height": None}),),
     "doctor": (Shown("load", ("n_ctx",)),),
     "book": (
-        Shown("load", _MODEL_FLAGS),
+        Shown("load"),
+        Shown("run", _RUN_FLAGS),
         Shown("request"),
         Shown("book", ("chapters", "concurrency"), _BOOK_ONLY),
     ),
     "queue": (Shown("book", ("chapters", "max_chars"), _BOOK_ONLY),),
     "eval": (
-        Shown("load", _MODEL_FLAGS),
+        Shown("load"),
+        Shown("run", _RUN_FLAGS),
         Shown(
             "request",
             defaults={"panels": None, "dialogue": None},
@@ -95,6 +107,7 @@ COMMANDS: dict[str, tuple[Shown, ...]] = {
 NODES: dict[str, tuple[str, ...]] = {  # a set → the nodes that show its declared widgets
     "request": ("MangakaScreenwriter", "MangakaSeriesCast"),
     "load": ("MangakaLoadLLM", "MangakaDoctor"),
+    "run": ("MangakaLoadLLM",),
     "page": ("MangakaComposePage", "MangakaPreviewLayout", "MangakaSaveManga"),
     "book": ("MangakaSplitChapters", "MangakaRemoteLLM"),
 }

@@ -14,7 +14,6 @@ from ..mangaka.llm.base import LLM as EngineLLM
 from ..mangaka.llm.base import PRESETS, CallContext, sampling_preset
 from ..mangaka.llm.grammar import schema_to_gbnf
 from ..mangaka.llm.inprocess import (
-    KEEP_LOADED,
     LlamaCppLLM,
     LoadOptions,
     check_lora_file,
@@ -23,7 +22,7 @@ from ..mangaka.llm.inprocess import (
 )
 from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
 from ..mangaka.llm.openai import OpenAICompatibleLLM
-from ..mangaka.llm.options import LOAD_OPTIONS
+from ..mangaka.llm.options import LOAD_OPTIONS, RUN_OPTIONS, RunOptions
 from ..mangaka.options import widget_names
 from ..mangaka.screenplay.request import DEFAULT_SAMPLING
 from . import _comfy
@@ -31,7 +30,7 @@ from . import memory as comfy_memory
 from ._comfy import from_widgets, widget
 
 LLM_SOCKET = io.Custom("MANGAKA_LLM")  # carries any backend of the engine's LLM protocol
-LOAD_WIDGETS = widget_names(LOAD_OPTIONS)  # an error's field → the widget that sets it
+LOAD_WIDGETS = {**widget_names(LOAD_OPTIONS), **widget_names(RUN_OPTIONS)}  # a field → its widget
 
 
 class LoadLLM(io.ComfyNode):
@@ -59,8 +58,8 @@ class LoadLLM(io.ComfyNode):
                     default=_comfy.NONE,
                     tooltip="A GGUF LoRA adapter in models/llm_loras, attached after load",
                 ),
-                widget(LOAD_OPTIONS["lora_scale"]),
-                widget(LOAD_OPTIONS["memory"], optional=True),
+                widget(RUN_OPTIONS["lora_scale"]),
+                widget(RUN_OPTIONS["memory"], optional=True),
             ],
             outputs=[LLM_SOCKET.Output(display_name="llm"), io.String.Output(display_name="load_report")],
         )
@@ -70,8 +69,9 @@ class LoadLLM(io.ComfyNode):
         # Widget values arrive here (a linked input is None): with **widgets ComfyUI leaves every
         # range check to this method, so each is checked against its declaration here.
         try:
-            for name, value in from_widgets(LOAD_OPTIONS, widgets).items():
-                LOAD_OPTIONS[name].check(value)
+            for options in (LOAD_OPTIONS, RUN_OPTIONS):
+                for name, value in from_widgets(options, widgets).items():
+                    options[name].check(value)
         except InputError as exc:
             return f"Load LLM: {exc.renamed(LOAD_WIDGETS)}"
         has_lora = lora not in (None, _comfy.NONE)
@@ -93,11 +93,9 @@ class LoadLLM(io.ComfyNode):
     @classmethod
     def execute(cls, model: str, lora: str, **widgets) -> io.NodeOutput:
         comfy_memory.check_hooks()  # ComfyUI may have put back what the pack wraps, after a prompt
-        fields = from_widgets(LOAD_OPTIONS, widgets)
-        strength = fields.pop("lora_scale")
-        memory = fields.pop("memory", KEEP_LOADED)  # optional: workflows older than the widget
         try:
-            options = LoadOptions(**fields)
+            options = LoadOptions(**from_widgets(LOAD_OPTIONS, widgets))
+            run = RunOptions(**from_widgets(RUN_OPTIONS, widgets))  # memory: absent in older workflows
         except InputError as exc:
             raise exc.renamed(LOAD_WIDGETS) from None
         lora_path = None if lora == _comfy.NONE else _comfy.full_path(_comfy.LORA_FOLDER, lora)
@@ -106,13 +104,13 @@ class LoadLLM(io.ComfyNode):
                 _comfy.full_path(_comfy.LLM_FOLDER, model),
                 options,
                 lora_path,
-                strength,
+                run.lora_scale,
                 on_progress=_comfy.progress(),
                 cancel=_comfy.cancel_requested(),
-                memory=memory,
+                memory=run.memory,
             )
-        report = llm.model.report() + (f"; LoRA {lora} at {strength:g}" if lora_path else "")
-        report += f"; {memory}"
+        report = llm.model.report() + (f"; LoRA {lora} at {run.lora_scale:g}" if lora_path else "")
+        report += f"; {run.memory}"
         return io.NodeOutput(llm, report)
 
 

@@ -19,12 +19,10 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..llm.base import LLM
-from ..llm.decode import DEFAULT_JUMP_FORWARD
 from ..llm.inprocess import LlamaCppLLM
 from ..llm.loading import LoadOptions, check_lora_file, check_model_file
-from ..llm.lora import check_lora_scale
 from ..llm.openai import OpenAICompatibleLLM
-from ..llm.options import LOAD_OPTIONS
+from ..llm.options import LOAD_OPTIONS, RUN_OPTIONS, RunOptions
 from ..options import add_flags, fields_from_args, flag_names
 from ..screenplay.options import OPTIONS, request_fields_from_args
 from ..screenplay.request import ScreenplayRequest
@@ -35,6 +33,7 @@ log = logging.getLogger("mangaka")
 # The engine's field for a value → the option that sets it, to name the option in a message.
 REQUEST_FLAGS = flag_names(OPTIONS)
 LOAD_FLAGS = flag_names(LOAD_OPTIONS)
+RUN_FLAGS = flag_names(RUN_OPTIONS)
 
 
 def add_declared_flags(p: argparse.ArgumentParser, command: str, sets: tuple[str, ...] | None = None) -> None:
@@ -52,7 +51,7 @@ def add_model_args(
     ``-o`` when ``output`` is given."""
     p.add_argument("--model", type=Path, required=model_required, help="GGUF model file")
     p.add_argument("--lora", type=Path, help="GGUF LoRA adapter, attached after load")
-    add_declared_flags(p, command, ("load", "request"))
+    add_declared_flags(p, command, ("load", "run", "request"))
     if output is not None:
         p.add_argument("-o", "--output", type=Path, help=output)
 
@@ -75,14 +74,19 @@ def request_from_args(args: argparse.Namespace) -> ScreenplayRequest:
 
 
 def load_options_from_args(args: argparse.Namespace) -> LoadOptions:
-    """How to load ``--model``, checked (``--lora-scale`` too, though it is applied after load)."""
-    fields = fields_from_args(args, LOAD_OPTIONS)
+    """How to load ``--model``, checked."""
     try:
-        check_lora_scale(fields.pop("lora_scale"))
-        fields.pop("jump_forward")  # the LLM's, not the load's: checked by the LLM
-        return LoadOptions(**fields)
+        return LoadOptions(**fields_from_args(args, LOAD_OPTIONS))
     except InputError as exc:
         raise exc.renamed(LOAD_FLAGS) from None
+
+
+def run_options_from_args(args: argparse.Namespace) -> RunOptions:
+    """How to run the loaded model (``--lora-scale``, ``--jump-forward``), checked."""
+    try:
+        return RunOptions(**fields_from_args(args, RUN_OPTIONS))
+    except InputError as exc:
+        raise exc.renamed(RUN_FLAGS) from None
 
 
 def check_model_args(args: argparse.Namespace, model: Path) -> None:
@@ -100,12 +104,9 @@ def open_llm(args: argparse.Namespace, model: Path | None = None) -> LLM:
             args.remote, args.remote_model, api_key_env=args.api_key_env, concurrency=args.concurrency
         )
     model = model or args.model
+    run = run_options_from_args(args)
     llm = LlamaCppLLM(
-        model,
-        load_options_from_args(args),
-        args.lora,
-        args.lora_scale,
-        jump_forward=getattr(args, "jump_forward", DEFAULT_JUMP_FORWARD),
+        model, load_options_from_args(args), args.lora, run.lora_scale, jump_forward=run.jump_forward
     )
     log.info("model: %s", llm.model.report())
     return llm

@@ -22,6 +22,7 @@ from .args import (
     load_options_from_args,
     open_llm,
     request_from_args,
+    run_options_from_args,
 )
 from .export import add_export_arg, export_book_folder, formats_of
 from .paths import check_not_an_input, check_output_folder, check_writable_folder, make_output_folder
@@ -82,6 +83,7 @@ def prepare_book(args: argparse.Namespace) -> BookPlan:
     concurrency = BOOK_OPTIONS["concurrency"].check(args.concurrency, "--concurrency")
     if args.model:
         load_options_from_args(args)
+        run_options_from_args(args)
     if args.book.is_dir():
         raise InputError(f"book {args.book} is a folder; give the book's text file")
     selection = select_chapters(args.book, args.chapters)

@@ -33,11 +33,18 @@ from ..evaluate.runner import (
     summarise,
 )
 from ..llm.lora import record_eval
-from ..llm.options import LOAD_OPTIONS
+from ..llm.options import LOAD_OPTIONS, RUN_OPTIONS
 from ..screenplay.options import OPTIONS
 from ..screenplay.request import DIALOGUE_FROM, check_count
 from ..screenplay.scenes import AUTO
-from .args import add_model_args, check_model_args, load_options_from_args, open_llm, request_from_args
+from .args import (
+    add_model_args,
+    check_model_args,
+    load_options_from_args,
+    open_llm,
+    request_from_args,
+    run_options_from_args,
+)
 from .paths import check_output_folder
 
 log = logging.getLogger(__name__)
@@ -74,7 +81,7 @@ COMPARE_KEYS: dict[str, tuple[str, Any]] = {
     "remote_model": ("remote_model", str),
     **{
         o.dest: (o.dest, _count if o.auto else _READERS.get(o.kind, str))
-        for options in (LOAD_OPTIONS, OPTIONS)
+        for options in (LOAD_OPTIONS, RUN_OPTIONS, OPTIONS)
         for o in options.values()
         if o.flag and o.compare
     },
@@ -169,8 +176,9 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     request = request_from_args(argparse.Namespace(**{**vars(args), "panels": 6, "dialogue": 8}))
     if args.model:
         load_options_from_args(args)
+        run_options_from_args(args)
         check_model_args(args, args.model)
-    LOAD_OPTIONS["jump_forward"].check(args.jump_forward, f"configuration {name}: jump_forward")
+    RUN_OPTIONS["jump_forward"].check(args.jump_forward, f"configuration {name}: jump_forward")
     settings = {
         "model": str(args.model) if args.model else None,
         "lora": str(args.lora) if args.lora else None,

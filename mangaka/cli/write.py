@@ -31,6 +31,7 @@ from .args import (
     load_options_from_args,
     open_llm,
     request_from_args,
+    run_options_from_args,
 )
 from .paths import check_output_file, storyboard_page_count, storyboard_path, thinking_path
 
@@ -99,6 +100,7 @@ def prepare_write(
     model when ``model`` is None (the demo's toy model)."""
     request = request_from_args(args)
     load_options_from_args(args)
+    run_options_from_args(args)
     chapter = read_chapter(chapter_path)
     request = request.for_chapter(chapter)  # its language: read from the text, or checked against it
     reading = None

@@ -48,7 +48,7 @@ from .loading import (
     resident_models,
 )
 from .lora import apply_lora, check_adapter, check_lora_scale
-from .options import KEEP_LOADED, LOAD_OPTIONS, MEMORY_MODES, RELEASE_AFTER_RUN
+from .options import KEEP_LOADED, MEMORY_MODES, RELEASE_AFTER_RUN, RUN_OPTIONS
 from .patches import flash_attn_type
 from .prefix import prepare as prepare_prefix
 
@@ -107,8 +107,8 @@ class LlamaCppLLM:
         memory: str = KEEP_LOADED,
         jump_forward: str = DEFAULT_JUMP_FORWARD,
     ) -> None:
-        LOAD_OPTIONS["memory"].check(memory)
-        LOAD_OPTIONS["jump_forward"].check(jump_forward)
+        RUN_OPTIONS["memory"].check(memory)
+        RUN_OPTIONS["jump_forward"].check(jump_forward)
         self.release_after_run = memory == RELEASE_AFTER_RUN
         self.path = Path(path)
         lora_scale = check_lora_scale(lora_scale)

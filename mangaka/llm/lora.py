@@ -14,7 +14,7 @@ from ..fileio import write_atomic
 from ..jsontext import MAX_DEPTH, exceeds_depth
 from .loading import LoadedModel, check_lora_file
 from .native import import_llama_cpp
-from .options import LOAD_OPTIONS
+from .options import RUN_OPTIONS
 
 # The in-process backend's messages keep the one logger name they had before it was split.
 log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
 def check_lora_scale(scale: Any, label: str | None = None) -> float:
     """``scale`` as a float in its declared range (``options.py``), or ``InputError`` about
     ``lora_scale``, named ``label`` (the field's own name by default)."""
-    return LOAD_OPTIONS["lora_scale"].check(scale, label)
+    return RUN_OPTIONS["lora_scale"].check(scale, label)
 
 
 def manifest_path(lora: Path) -> Path:

@@ -1,11 +1,13 @@
-"""Load LLM's options, each declared once (``mangaka/options.py`` says what comes from them): how a
-GGUF model is loaded and run in this process. ``LoadOptions`` (``loading.py``) takes its defaults
-and range checks from here, the command line's ``--ctx --gpu-layers --threads --flash-attn
---lora-scale --jump-forward`` and the Load LLM node's widgets are made from here.
+"""Load LLM's options, each declared once (``mangaka/options.py`` says what comes from them), in two
+sets: how a GGUF model is loaded (``LOAD_OPTIONS``: ``LoadOptions`` in ``loading.py`` takes its
+defaults and range checks from them; ``--ctx --gpu-layers --threads --flash-attn``) and how the
+loaded model is run (``RUN_OPTIONS``, ``RunOptions`` here: ``--lora-scale --jump-forward`` and the
+node's ``memory``). The Load LLM node's widgets come from both.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from ..options import Option, declare
@@ -42,6 +44,9 @@ LOAD_OPTIONS = declare(
         "auto：设备支持时开启（llama.cpp 的默认），但 Qwen3.5 MoE 在 CPU 上关闭（解码更快）；on/off 强制开关",
         choices=FLASH_ATTN_MODES, flag="--flash-attn", widget="flash_attention", name_zh="Flash Attention",
     ),
+)  # fmt: skip
+
+RUN_OPTIONS = declare(
     Option(
         "lora_scale", 1.0, "LoRA strength; 1 = the adapter as trained", "LoRA 强度；1 = 按训练时的强度",
         low=-4.0, high=4.0, flag="--lora-scale",
@@ -65,3 +70,17 @@ LOAD_OPTIONS = declare(
         choices=JUMP_FORWARD, flag="--jump-forward", compare=True,
     ),
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a loaded model is run (``RUN_OPTIONS``): its LoRA's strength, what happens to it between
+    runs, and jump-forward; each field checked by its declaration at construction."""
+
+    lora_scale: float = RUN_OPTIONS["lora_scale"].default
+    memory: str = RUN_OPTIONS["memory"].default
+    jump_forward: str = RUN_OPTIONS["jump_forward"].default
+
+    def __post_init__(self) -> None:
+        for o in RUN_OPTIONS.values():
+            object.__setattr__(self, o.field, o.check(getattr(self, o.field)))

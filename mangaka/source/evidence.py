@@ -71,7 +71,7 @@ _FEMALE_WORDS_EN = re.compile(
     r"\b(?:woman|girl|queen|princess|mother|aunt|grandmother|lady|nun|landlady|maid|witch|mrs\.?|ms\.?|miss|madam)\b",
     re.I,
 )
-_PARAGRAPH_END = re.compile(r"\n\s*\n")
+_PARAGRAPH_END = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n))+")  # a blank line
 _WINDOW = 40  # characters next to a quote searched for a pronoun attribution (as for a name)
 _GENDER_REACH = 160  # characters after a name searched for the pronoun that refers to it
 # Characters before a quote searched for the person its pronoun attribution stands for (within the

@@ -20,7 +20,7 @@ from mangaka.devtools.docs import option_tables
 from mangaka.devtools.locales import with_declarations
 from mangaka.errors import InputError
 from mangaka.llm.loading import LoadOptions
-from mangaka.llm.options import LOAD_OPTIONS
+from mangaka.llm.options import LOAD_OPTIONS, RUN_OPTIONS, RunOptions
 from mangaka.options import Option, option_table
 from mangaka.page.layout import LayoutOptions
 from mangaka.page.options import AUTOMATIC, LAYOUT_FIELDS, PAGE_OPTIONS, layout_from, lettering_from
@@ -92,9 +92,22 @@ def test_load_options_take_their_defaults_and_ranges_from_the_declarations():
         assert getattr(LoadOptions(**{name: good}), name) == good
     from mangaka.llm.inprocess import check_lora_scale
 
-    assert check_lora_scale(LOAD_OPTIONS["lora_scale"].high) == 4.0
+    assert check_lora_scale(RUN_OPTIONS["lora_scale"].high) == 4.0
     with pytest.raises(InputError, match=r"--lora-scale must be from -4 to 4, got 4\.5"):
         check_lora_scale(4.5, "--lora-scale")
+
+
+def test_run_options_take_their_defaults_and_ranges_from_the_declarations():
+    """How a loaded model runs is a declared set of its own, with its own typed value: the command
+    line and the node build a ``RunOptions``, nothing is popped out of the load options."""
+    assert RunOptions() == RunOptions(**{k: o.default for k, o in RUN_OPTIONS.items()})
+    assert not set(RUN_OPTIONS) & set(LOAD_OPTIONS)
+    assert {f.name for f in dataclasses.fields(RunOptions)} == set(RUN_OPTIONS)
+    assert {f.name for f in dataclasses.fields(LoadOptions)} >= set(LOAD_OPTIONS)
+    for bad in ({"lora_scale": 9.0}, {"memory": "forever"}, {"jump_forward": "fast"}):
+        with pytest.raises(InputError) as caught:
+            RunOptions(**bad)
+        assert caught.value.field == next(iter(bad))
 
 
 def test_the_layout_takes_its_defaults_and_ranges_from_the_declarations():
@@ -134,7 +147,7 @@ def test_the_book_options_check_their_ranges():
 
 
 def test_compare_keys_are_the_declared_flags():
-    for o in (*LOAD_OPTIONS.values(), *OPTIONS.values()):
+    for o in (*LOAD_OPTIONS.values(), *RUN_OPTIONS.values(), *OPTIONS.values()):
         if o.flag:
             assert (o.dest in COMPARE_KEYS) == o.compare, o.field
             if o.compare:
@@ -204,7 +217,7 @@ def test_a_value_of_the_wrong_kind_is_refused_with_its_name():
     for o, bad in (
         (LOAD_OPTIONS["n_threads"], 2.5),
         (LOAD_OPTIONS["n_threads"], True),
-        (LOAD_OPTIONS["lora_scale"], float("nan")),
+        (RUN_OPTIONS["lora_scale"], float("nan")),
         (PAGE_OPTIONS["weighted"], "yes"),
         (PAGE_OPTIONS["direction"], "up"),
     ):

@@ -517,6 +517,7 @@ def test_any_chapter_gives_a_consistent_map(case):
 
 @settings(BOUNDED, max_examples=100)
 @given(LANGUAGE_CHAPTERS)
+@example(("fr", "— Oui, dit Marie. Il dort.\n— Non, dit-il. Marie va.\n\r— Oui ? dit-il."))  # LF CR
 def test_line_endings_do_not_change_the_map(case):
     lang, text = case
     a, b = source_map(text, lang), source_map(lines_of(text), lang)

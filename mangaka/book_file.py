@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 
 from .errors import InputError
+from .fileio import read_input
 
 log = logging.getLogger(__name__.rpartition(".")[0] + ".chapters")
 
@@ -42,8 +43,6 @@ def read_book(path: str | Path, what: str = "book file") -> str:
 
     Decoding is strict: a file that is none of these raises ``InputError`` naming the file and the
     encodings tried, never returns mojibake. The BOM is removed; line breaks are left as they are."""
-    from .fileio import read_input
-
     path = Path(path)
     raw = read_input(path, what)  # a regular file of bounded size, or InputError
 

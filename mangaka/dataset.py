@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, MangakaError
-from .fileio import write_atomic
+from .evaluate.matching import match_quotes
+from .evaluate.quotes import find_quotes
+from .fileio import read_input, write_atomic
 from .llm.base import LLM, Message
 from .screenplay.models import (
     MAX_CHARACTERS,
@@ -111,8 +113,6 @@ def find_pairs(folder: Path) -> list[Pair]:
 
 
 def _pair(name: str, text_path: Path, sp_path: Path, chapter: str) -> Pair:
-    from .fileio import read_input
-
     screenplay = load_screenplay(read_input(sp_path, "screenplay"), source=f"screenplay {sp_path}")
     language = chapter_language(chapter)
     if screenplay.language != language:
@@ -154,9 +154,6 @@ def _name_in(name: str, chapter: str) -> bool:
 def _check_belongs(screenplay: Screenplay, chapter: str, sp_path: Path, text_path: Path) -> None:
     """Refuse a screenplay of another chapter (a pairing slip: chapter 2's screenplay beside
     chapter 1): the chapter's quoted lines decide when both have dialogue, else the cast's names."""
-    from .evaluate.matching import match_quotes
-    from .evaluate.quotes import find_quotes
-
     quotes = find_quotes(chapter, screenplay.language)
     names = [c.name for c in screenplay.characters]
     found = sum(1 for n in names if _name_in(n, chapter))

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError, MangakaError, ModelFileError, UnsupportedArchitectureError
-from .llm.loading import DEFAULT_N_CTX
+from .llm import native
+from .llm.gguf_info import read_gguf_info
+from .llm.loading import DEFAULT_N_CTX, effective_n_ctx
 from .llm.memory import COMFY_INFERENCE_RESERVE, Fit, kv_cache_bytes
 from .llm.native import Device
+from .llm.options import LOAD_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +163,6 @@ def check_numa(report: Report, system: System) -> None:
 def check_build(report: Report, system: System | None = None) -> dict[str, Any]:
     """llama-cpp-python: installed, pinned version, CPU features (built with, and present on this
     CPU), GPU offload."""
-    from .llm import native
-
     try:
         lib = native.import_llama_cpp()
     except MangakaError as exc:
@@ -260,9 +261,6 @@ def check_cpu_has_build_features(report: Report, built: dict[str, str], system: 
 
 
 def check_architectures(report: Report, model: Path | None) -> None:
-    from .llm import native
-    from .llm.gguf_info import read_gguf_info
-
     known = [a for a in ARCHITECTURES if native.knows_architecture(a)]
     report.add("info", "architectures", f"this build loads, among others: {', '.join(known)}")
     if model is None:
@@ -294,9 +292,6 @@ _MODEL_ADVICE: dict[type, str] = {
 def check_context(report: Report, model: Path | None, n_ctx: int) -> int:
     """The context the model would be loaded with (``n_ctx`` capped at its trained length, the rule
     ``write`` and Load LLM apply), noted when the cap applies; the memory checks use it."""
-    from .llm.gguf_info import read_gguf_info
-    from .llm.loading import effective_n_ctx
-
     if model is None:
         return n_ctx
     try:
@@ -312,8 +307,6 @@ def check_context(report: Report, model: Path | None, n_ctx: int) -> int:
 def memory_needed(model: Path, n_ctx: int) -> tuple[int, int]:
     """(weights bytes, KV-cache bytes at ``n_ctx`` in f16) for a GGUF model; hybrid models count
     only their attention layers (``full_attention_interval``)."""
-    from .llm.gguf_info import read_gguf_info
-
     return model.stat().st_size, kv_cache_bytes(read_gguf_info(model), n_ctx)
 
 
@@ -363,8 +356,6 @@ def check_memory(
 
 
 def check_vram(report: Report, model: Path, n_ctx: int, gpus: list[Device]) -> None:
-    from .llm.gguf_info import read_gguf_info
-
     try:
         weights, kv = memory_needed(model, n_ctx)
         info = read_gguf_info(model)
@@ -502,9 +493,6 @@ def diagnose(
     """Every finding, in a fixed order. ``devices`` defaults to the ones ggml sees (tests pass
     crafted ones); with a ``checkpoint``, whether it and the model fit together where the LLM runs
     (the GPUs ggml sees, or RAM on a CPU-only build)."""
-    from .llm import native
-    from .llm.options import LOAD_OPTIONS
-
     LOAD_OPTIONS["n_ctx"].check(n_ctx, "doctor --ctx")  # the Load LLM node's range
     system = system or System()
     report = Report()

@@ -22,6 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .errors import InputError
+from .jsontext import loads
+
 # Every text input of the pack (a book, a screenplay, a bible, a workflow) is far below this: a
 # long web novel is tens of megabytes. A larger file is refused before it is read.
 MAX_INPUT_BYTES = 256 * 1024 * 1024
@@ -65,8 +68,6 @@ def check_input_file(path: str | Path, what: str, *, limit: int = MAX_INPUT_BYTE
     """``path`` is a regular file of at most ``limit`` bytes (its ``stat``); ``InputError`` naming
     ``what``, the file and the fix otherwise. Nothing is opened: a FIFO or a device is refused
     before a read could block or never end."""
-    from .errors import InputError
-
     path = Path(path)
     try:
         st = os.stat(path)
@@ -94,8 +95,6 @@ def read_input(path: str | Path, what: str, *, limit: int = MAX_INPUT_BYTES) -> 
     """The bytes of the regular file ``path`` (``check_input_file``), read whole; ``InputError``
     otherwise. The file is opened without blocking, so a FIFO swapped in after the check is still
     refused, and at most ``limit`` bytes are read even if it grows meanwhile."""
-    from .errors import InputError
-
     path = Path(path)
     check_input_file(path, what, limit=limit)
     try:
@@ -119,8 +118,6 @@ def read_input(path: str | Path, what: str, *, limit: int = MAX_INPUT_BYTES) -> 
 
 def read_text(path: str | Path, what: str, *, limit: int = MAX_INPUT_BYTES) -> str:
     """A UTF-8 text file (a BOM is dropped); ``InputError`` names ``what`` and the file otherwise."""
-    from .errors import InputError
-
     raw = read_input(path, what, limit=limit)
     try:
         return raw.decode("utf-8-sig")
@@ -131,8 +128,6 @@ def read_text(path: str | Path, what: str, *, limit: int = MAX_INPUT_BYTES) -> s
 def parse_json(text: str | bytes, source: str, fix: str = "") -> Any:
     """``text`` parsed as JSON; ``InputError`` names ``source``, the line and column, and ``fix``
     (appended after "; ") when it is not valid JSON or is nested too deeply (``mangaka.jsontext``)."""
-    from .jsontext import loads
-
     return loads(text, source, fix)
 
 

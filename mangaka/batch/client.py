@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..errors import MangakaError
+from ..errors import InputError, MangakaError
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,6 @@ def server_url(url: str) -> str:
     no trailing slash. ``InputError`` naming the address and the fix when it is not an http(s) URL
     with a host and a valid port (checked before anything is read or posted)."""
     from urllib.parse import urlsplit
-
-    from ..errors import InputError
 
     shown = url if len(url) <= 80 else url[:77] + "…"
     given = url.strip().rstrip("/")

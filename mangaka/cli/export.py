@@ -12,6 +12,7 @@ from ..batch.workflow import load_workflow
 from ..book_file import read_book
 from ..dataset import chapter_language
 from ..export import BookInfo, Section, export, export_book, file_stem, parse_formats, read_page
+from ..export.sources import compose_settings, page_dpi, queue_sections, screenplay_info, storyboard_section
 
 log = logging.getLogger("mangaka.export")
 # The book's language is read from its start: this many characters tell en, zh and ja apart.
@@ -36,8 +37,6 @@ def export_composed(
     formats: tuple[str, ...], files: list[Path], screenplay: Any, args: argparse.Namespace
 ) -> None:
     """``page --export``: the page files just written, as they are, as one chapter beside them."""
-    from ..export.sources import page_dpi, screenplay_info
-
     info = screenplay_info(screenplay, args.direction)
     section = Section(screenplay.title, tuple(read_page(path, page_dpi(args.page)) for path in files))
     for path in export([section], info, formats, args.output, file_stem(screenplay.title)):
@@ -49,8 +48,6 @@ def export_book_folder(
 ) -> int:
     """``book --export``: each written chapter's screenplay drawn as storyboard pages, one file per
     chapter and one for the book, in ``OUT``; chapters without a screenplay are named as missing."""
-    from ..export.sources import storyboard_section
-
     sections, missing, screenplays = [], [], []
     for chapter in chapters:
         path = Path(args.out) / f"{chapter.slug(width)}.json"
@@ -74,8 +71,6 @@ def export_book_folder(
 def export_queue_folder(formats: tuple[str, ...], args: argparse.Namespace, result: Any) -> int:
     """``queue --export``: the pages each finished chapter's workflow saved, one file per chapter and
     one for the book, in ``--out``."""
-    from ..export.sources import compose_settings, queue_sections
-
     workflow = load_workflow(args.workflow)
     chapters = [result.state.chapters[n] for n in result.selected]
     sections, missing, _ = queue_sections(Path(args.out), chapters, workflow)

@@ -67,6 +67,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from ..procs import run
 from .tiny_models import TinySpec, add_hparams, add_tokenizer, build_vocab, tensor_plan
 
 log = logging.getLogger(__name__)
@@ -186,8 +187,6 @@ def _write_skeleton(path: Path) -> None:
 def quant_types(quant: str) -> dict[str, Q]:
     """Every tensor's type in llama.cpp's ``quant`` layout of the whole model, as its quantizer
     chooses it (a dry run in a child process: see the module's docstring)."""
-    from ..procs import run
-
     if quant not in QUANTS:
         raise ValueError(f"quant must be one of {', '.join(QUANTS)}, not {quant!r}")
     with tempfile.TemporaryDirectory(prefix="mangaka-layout-") as tmp:

@@ -31,12 +31,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ContextOverflowError, GenerationError, InvalidOutputError
-from ..fileio import write_atomic
+from ..errors import ContextOverflowError, GenerationError, InvalidOutputError, MangakaError
+from ..fileio import read_text, write_atomic
 from ..llm.base import LLM
-from ..screenplay.models import MAX_CHARACTERS, MAX_DIALOGUE, MAX_PANELS, Screenplay
+from ..screenplay import write_screenplay
+from ..screenplay.grounded import name_ids
+from ..screenplay.models import (
+    MAX_CHARACTERS,
+    MAX_DIALOGUE,
+    MAX_PANELS,
+    NARRATOR,
+    SCREENPLAY_VERSION,
+    Character,
+    Line,
+    Panel,
+    Screenplay,
+)
 from ..screenplay.request import ScreenplayRequest
 from ..screenplay.scenes import AUTO
+from ..source import source_map
 from .goldset import GoldCase
 from .metrics import METRICS, RunCost, Scores, score
 
@@ -113,9 +126,6 @@ def result_path(out: Path, config: EvalConfig, case: GoldCase, seed: int) -> Pat
 
 
 def _resumed(path: Path, key: str) -> dict[str, Any] | None:
-    from ..errors import MangakaError
-    from ..fileio import read_text
-
     try:
         data = json.loads(read_text(path, "eval result"))
     except (MangakaError, ValueError, RecursionError):
@@ -125,8 +135,6 @@ def _resumed(path: Path, key: str) -> dict[str, Any] | None:
 
 def run_case(llm: LLM, case: GoldCase, request: ScreenplayRequest) -> tuple[Scores, str | None, dict | None]:
     """Write ``case``'s screenplay once and score it: (scores, error or None, screenplay JSON or None)."""
-    from ..screenplay import write_screenplay
-
     started = time.monotonic()
     try:
         result = write_screenplay(llm, case.text, request)
@@ -149,10 +157,6 @@ def reading_screenplay(text: str, language: str) -> Screenplay:
     """The screenplay the chapter's reading alone gives, no model: the names as the cast, every
     quoted line spoken by the reading's speaker (the narrator where it has none), one panel a
     paragraph with lines. ``eval --reading-only`` scores it: the baseline the model must beat."""
-    from ..screenplay.grounded import name_ids
-    from ..screenplay.models import NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel
-    from ..source import source_map
-
     m = source_map(text, language)
     ids = name_ids([c.name for c in m.names])
     cast = [

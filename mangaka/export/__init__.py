@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .cbz import write_cbz
+from .epub import write_epub
 from .pages import (
     DIRECTIONS,
     FORMATS,
@@ -41,6 +43,8 @@ from .pages import (
     parse_formats,
     read_page,
 )
+from .pdf import write_pdf
+from .strip import slice_sections
 
 log = logging.getLogger("mangaka.export")
 
@@ -73,14 +77,9 @@ __all__ = [
 
 def _writer(fmt: str) -> Callable[[Path, Sequence[Section], BookInfo], None]:
     if fmt == "cbz":
-        from .cbz import write_cbz
-
         return write_cbz
     if fmt == "epub":
-        from .epub import write_epub
-
         return write_epub
-    from .pdf import write_pdf
 
     return write_pdf
 
@@ -90,8 +89,6 @@ def export(
 ) -> list[Path]:
     """Write ``folder/stem.<format>`` for each format; returns the files written. A webtoon strip
     (``info.direction == "vertical"``) is cut at its gutters first."""
-    from .strip import slice_sections
-
     formats = parse_formats(formats)
     check_sections(sections, info)
     if info.direction == "vertical":

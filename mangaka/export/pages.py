@@ -168,7 +168,7 @@ def read_page(path: str | Path, dpi: float | None = None) -> Page:
 
 def image_page(image: Any, dpi: float, source: str, kind: PageKind = "png") -> Page:
     """A page from a PIL image, encoded losslessly as PNG (or as JPEG when asked)."""
-    from ..page.render import encode_page
+    from ..page.render import encode_page  # Pillow: loaded only to encode a page
 
     data = encode_page(image, kind)
     return Page(data, kind, image.width, image.height, float(dpi), source)

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..compose import screenplay_from_text
 from ..errors import InputError, MangakaError
 from ..fileio import read_text
+from ..page.layout import LayoutOptions, text_order
 from . import SCREEN_DPI, BookInfo, Section, image_page, read_page
 
 log = logging.getLogger("mangaka.export")
@@ -44,10 +46,8 @@ def screenplay_info(screenplay: Any, direction: str, title: str | None = None) -
 def storyboard_section(path: Path, number: int, direction: str) -> tuple[Section, Any]:
     """A ``book`` chapter's screenplay drawn as storyboard pages (A4 at 300 dpi), as ``page``
     draws a screenplay without images."""
-    from ..compose import screenplay_from_text
-    from ..page.layout import LayoutOptions, text_order
-    from ..page.lettering import LetteringOptions
-    from ..page.render import compose_pages
+    from ..page.lettering import LetteringOptions  # Pillow: loaded only to draw
+    from ..page.render import compose_pages  # Pillow: loaded only to draw
 
     screenplay = screenplay_from_text(read_text(path, "screenplay file"), source=str(path))
     layout = LayoutOptions(direction=direction)

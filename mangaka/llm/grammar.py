@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from ..errors import SchemaError
+from .native import import_llama_cpp
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,6 @@ def _check(schema: dict[str, Any]) -> None:
 
 @functools.lru_cache(maxsize=64)
 def _compile(schema_json: str) -> str:
-    from .native import import_llama_cpp
-
     import_llama_cpp()
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 

@@ -26,11 +26,12 @@ from ..errors import InputError
 from ..fileio import write_atomic
 from ..screenplay.models import Panel, Screenplay
 from .calm import CalmMap, calm_map
-from .cards import free_band
+from .cards import free_band, parse_part, storyboard_pages
 from .fonts import load_font
 from .layout import LayoutOptions, PageLayout, Rect, layout_pages, layout_to_dict, text_order
 from .lettered import lettered
-from .lettering import BalloonPlan, LetteringOptions, LineSpec, draw_balloons, plan_balloons
+from .lettering import BalloonPlan, LetteringOptions, LineSpec, draw_balloons, plan_balloons, vertical_enabled
+from .plan import balloons_fit
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,6 @@ class ComposedPages:
         return layout_to_dict(self.layout)
 
     def report(self) -> str:
-        from .cards import parse_part
-
         panels = {parse_part(f.panel_id)[0] for p in self.layout for f in p.frames}
         head = f"{len(self.pages)} pages, {len(panels)} panels"
         return "\n".join([head, *(f"- {p}" for p in self.problems)])
@@ -285,10 +284,6 @@ def _storyboard_pages(
 ) -> ComposedPages:
     """The pages of a storyboard: the layout made with the cards (a card too long for its frame
     continues on a frame of its own), each card drawn for its frame into ``pictures``."""
-    from .cards import storyboard_pages
-    from .lettering import vertical_enabled
-    from .plan import balloons_fit
-
     panels = {p.id: p for p in screenplay.panels}
 
     def band_fits(panel_id: str, band: Rect, page_width: int) -> bool:

@@ -42,6 +42,7 @@ from ..repair import Repair
 from ..source import SourceLine, SourceMap, narration, source_map
 from ..source.speakers import bare_name
 from .models import MAX_CHARACTERS, MAX_ID, NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
+from .scenes import story_units
 from .schema import grounded_script_call_schema
 
 logger = logging.getLogger(__name__)
@@ -205,8 +206,6 @@ def panel_starts(grounding: Grounding, panels: int) -> list[int]:
     """Where each of ``panels`` panels starts: the units spread over the panels by their length
     (story units: a CJK character counts 1, another letter a quarter), in order, the first at the
     first unit; with more panels than units, a long unit gets several panels."""
-    from .scenes import story_units
-
     numbers = list(range(grounding.first, grounding.last + 1))
     sizes = [max(1.0, story_units(grounding.map.unit_text(n))) for n in numbers]
     total = sum(sizes)

@@ -243,6 +243,27 @@ def test_module_and_function_sizes(rel):
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: " + "; ".join(long)
 
 
+def test_an_in_function_import_of_the_package_says_why():
+    """The package imports its own modules at the top; one imported inside a function keeps a heavy
+    library (Pillow, llama.cpp, gguf/numpy, the benchmark) off import time, and says so on its line."""
+    bad = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for fn in ast.walk(ast.parse(text)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                own = isinstance(node, ast.ImportFrom) and (
+                    node.level > 0 or (node.module or "").startswith("mangaka")
+                )
+                if own and "#" not in lines[node.end_lineno - 1]:
+                    bad.append(
+                        f"{path.relative_to(ROOT)} line {node.lineno}: import it at the top, or say why not"
+                    )
+    assert not bad, "\n".join(bad)
+
+
 def test_no_test_imports_another_tiers_modules():
     """A tier's tests import their own tier's support modules and the shared ones at ``tests/``'s
     top (``fakes.py``, ``servers.py``, ``background.py``, ``growth.py``), never another tier's."""

@@ -19,6 +19,8 @@ from typing import Any
 
 from ...demo import demo_model_path
 from ...errors import MangakaError
+from ...llm import native
+from ...llm.constrain import DEFAULT_ENGINE
 from ..machine import cpu_features, cpu_name
 from .common import gemma_path, tiny_model
 from .decoding import (
@@ -57,8 +59,6 @@ def run(
     quant: str = "Q4_K_M",
 ) -> dict[str, Any]:
     """Every part (or those in ``only``) in order, and the machine's facts: one dict of figures."""
-    from ...llm import native
-
     n, reps = (48, 1) if quick else (200, 3)
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "constrained": lambda: constrained_vs_free(
@@ -123,8 +123,6 @@ def run(
 
 
 def _default_engine() -> str:
-    from ...llm.constrain import DEFAULT_ENGINE
-
     return DEFAULT_ENGINE
 
 

@@ -35,7 +35,7 @@ def gemma_path() -> Path:
 
 def tiny_model(name: str, **kwargs: Any) -> Path:
     """A tiny random-weight model written once into the cache (needs the ``gguf`` package)."""
-    from ..tiny_models import write_model
+    from ..tiny_models import write_model  # gguf and numpy: loaded only to write a model
 
     target = cache_root() / "models" / f"tiny-{name}.gguf"
     if not target.is_file():

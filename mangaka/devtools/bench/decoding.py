@@ -11,7 +11,11 @@ from typing import Any
 
 from ... import procs
 from ...demo import DEMO_CHAPTER
-from ...llm.base import CallContext
+from ...llm.base import PRESETS, CallContext
+from ...llm.grammar import schema_to_gbnf
+from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+from ...prompts import prompt
+from ...screenplay.schema import cast_call_schema, script_call_schema
 from .common import (
     CAST_SCHEMA_CHARACTERS,
     QWEN35_VOCAB,
@@ -28,8 +32,6 @@ log = logging.getLogger(__name__)
 
 def _free_then_constrained(llm, messages: list, schema: dict, n_tokens: int, engine: str | None) -> tuple:
     """Greedy decoding of ``n_tokens``, free then constrained to ``schema``: the two clocks."""
-    from ...llm.base import PRESETS
-
     clocks = Clock(), Clock()
     llm.complete(messages, sampling=PRESETS["greedy"], max_tokens=n_tokens, context=CallContext(clocks[0]))
     llm.complete(
@@ -47,9 +49,6 @@ def constrained_vs_free(
     model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int, engine: str | None
 ) -> dict[str, float]:
     """gemma-3-270m: tokens/s free and constrained, ours and llama-cpp-python's response_format."""
-    from ...llm.inprocess import LlamaCppLLM, LoadOptions
-    from ...screenplay.schema import cast_call_schema
-
     schema = cast_call_schema(CAST_SCHEMA_CHARACTERS)
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
     messages = [{"role": "user", "content": "List the characters of a story set in a lantern shop, as JSON."}]
@@ -80,8 +79,6 @@ def constrained_vs_free(
 
 def script_messages() -> tuple[list[dict[str, str]], dict]:
     """The messages and schema of the Screenwriter's script call on the demo chapter."""
-    from ...screenplay.schema import script_call_schema
-
     chapter = DEMO_CHAPTER.read_text(encoding="utf-8")
     messages = [
         {"role": "system", "content": "You adapt novel chapters into manga scripts."},
@@ -99,8 +96,6 @@ def script_rates(
     run's ``tokens`` (generated), ``prompt`` (prompt tokens), ``drafts`` (draft size of each
     batch exact jump-forward verified) and ``redone`` (rows evaluated again after each cut draft
     rolled back through a saved state)."""
-    from ...llm.base import PRESETS
-
     messages, schema = script_messages()
     rates: dict[str, list[float]] = {name: [] for name in modes}
     forced: dict[str, list[float]] = {name: [] for name in modes if name not in ("free", "off")}
@@ -139,8 +134,6 @@ def jump_forward(
     ``canonical``) ÷ without, ÷ free decoding, and the share of the output the schema forced;
     each round's four runs back to back, the same ``n_tokens`` budget. ``models``: figure suffix
     → model ("" for gemma-3-270m)."""
-    from ...llm.inprocess import LlamaCppLLM, LoadOptions
-
     figures: dict[str, float] = {}
     for suffix, model in models.items():
         llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads, n_gpu_layers=gpu_layers))
@@ -161,9 +154,6 @@ def jump_forward(
 def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | None) -> dict[str, float]:
     """Milliseconds the grammar adds per generated token at Qwen3.5's vocabulary (tiny qwen35moe)."""
     from llama_cpp import LlamaGrammar
-
-    from ...llm.grammar import schema_to_gbnf
-    from ...llm.inprocess import LlamaCppLLM, LoadOptions
 
     model = tiny_model("qwen35moe-248k", arch="qwen35moe", vocab_size=QWEN35_VOCAB, context_length=32768)
     schema = {
@@ -202,9 +192,6 @@ def grammar_cost_248k(threads: int, n_tokens: int, repeats: int, engine: str | N
 def overhead(model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int) -> dict[str, float]:
     """Our call ÷ a bare llama-cpp-python call producing the same tokens, on a Screenwriter prompt
     (SmolLM2: system prompt, chapter, cast task), free decoding, from a cold context each time."""
-    from ...llm.base import PRESETS
-    from ...llm.inprocess import LlamaCppLLM, LoadOptions
-
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=4096, n_threads=threads, n_gpu_layers=gpu_layers))
     messages = _screenwriter_messages()
     tokens = llm.tokenize_prompt(messages)
@@ -229,8 +216,6 @@ def overhead(model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats:
 
 
 def _screenwriter_messages() -> list[dict[str, str]]:
-    from ...prompts import prompt
-
     chapter = DEMO_CHAPTER.read_text(encoding="utf-8")
     return [
         {
@@ -249,9 +234,6 @@ def free_vs_llama_bench(
     model: Path, threads: int, gpu_layers: int, n_tokens: int, repeats: int
 ) -> dict[str, Any]:
     """Our free decoding ÷ llama.cpp's own llama-bench (tg), same model and threads."""
-    from ...llm.base import PRESETS
-    from ...llm.inprocess import LlamaCppLLM, LoadOptions
-
     llm = LlamaCppLLM(model, LoadOptions(n_ctx=2048, n_threads=threads, n_gpu_layers=gpu_layers))
     messages = [{"role": "user", "content": "Write a long story about a lantern shop."}]
     rates, ceiling = [], []
@@ -297,9 +279,6 @@ def _llama_bench_tg(model: Path, threads: int, gpu_layers: int, n_tokens: int) -
 def prefix_reuse(threads: int) -> dict[str, int]:
     """Prompt tokens decoded for chapters 1 and 2 of a batch on tiny qwen35moe, with and without
     snapshots (the Screenwriter's system prompt is the shared prefix)."""
-    from ...llm.base import PRESETS
-    from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
-
     model = tiny_model("qwen35moe-32k", arch="qwen35moe", context_length=32768)
     base = _screenwriter_messages()
     chapters = [

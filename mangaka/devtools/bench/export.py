@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ...export import BookInfo, Section, export, image_page
 from .common import median
 
 PAGES = 20
@@ -16,8 +17,6 @@ def _pages() -> list[Any]:
     """Twenty different A4 pages: one textured image, each page shifted and numbered (no two alike,
     so no container can store one image twice)."""
     from PIL import Image, ImageChops, ImageDraw, ImageFilter
-
-    from ...export import image_page
 
     gradient = Image.radial_gradient("L").resize((1240, 1754))
     noise = [Image.effect_noise((1240, 1754), s).filter(ImageFilter.GaussianBlur(2)) for s in (40, 60, 80)]
@@ -32,8 +31,6 @@ def _pages() -> list[Any]:
 
 def export_chapter(repeats: int) -> dict[str, float]:
     """``export_20_pages_ms_*``: each format's write time (median of ``repeats``) and its size."""
-    from ...export import BookInfo, Section, export
-
     section = Section("Chapter", tuple(_pages()), 1)
     info = BookInfo("Bench", "en", "rtl")
     figures: dict[str, float] = {}

@@ -44,7 +44,7 @@ else:
 
 def lora_memory(model: Path, threads: int) -> dict[str, float]:
     """Resident memory with a LoRA attached after load ÷ without, and the lora_path route's."""
-    from ..tiny_models import write_lora
+    from ..tiny_models import write_lora  # gguf and numpy: loaded only to write a LoRA
 
     with tempfile.TemporaryDirectory() as tmp:
         lora = write_lora(Path(tmp) / "lora.gguf", model, rank=8)

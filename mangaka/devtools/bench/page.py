@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ...page.layout import LayoutOptions
+from ...screenplay.models import Screenplay
 from .common import median
 
 
 def _six_panel_screenplay(language: str) -> Any:
     """Six panels, two characters, twelve lines: a typical page's worth of lettering."""
-    from ...screenplay.models import Screenplay
-
     shots = ["establishing", "medium", "close_up", "full", "over_the_shoulder", "medium_close_up"]
     words = {
         "en": [
@@ -66,8 +66,7 @@ def page_compose(repeats: int) -> dict[str, float]:
     """A 6-panel A4 page at 300 dpi from six 1024² images: compose (place + letter) and save, in ms."""
     from PIL import Image, ImageFilter
 
-    from ...page.layout import LayoutOptions
-    from ...page.render import compose_pages, encode_page
+    from ...page.render import compose_pages, encode_page  # Pillow: loaded only to draw
 
     # Textured like a diffusion model's output (a smooth gradient would flatter PNG compression).
     gradient = Image.radial_gradient("L").resize((1024, 1024))

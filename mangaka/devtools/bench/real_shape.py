@@ -22,6 +22,10 @@ import numpy as np
 
 from ... import procs
 from ...errors import MangakaError
+from ...llm.base import PRESETS
+from ...llm.decode import StateCheckpoint, decode, eval_rows, rolls_back_by_checkpoint
+from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+from ...llm.loading import flash_attn_mode, gguf_header, room_request
 from ...paths import cache_root
 from .common import median, native_script, paired
 from .decoding import script_rates
@@ -243,8 +247,6 @@ def _batch_costs(llm: Any, repeats: int = 3) -> tuple[dict[int, float], float, f
     each ``n`` of ``BATCH_ROWS``, and the seconds of saving and of putting back the recurrent
     state around it (``StateCheckpoint``, its kept rows not evaluated again): the best of
     ``repeats``."""
-    from ...llm.decode import StateCheckpoint, eval_rows
-
     raw = llm.model.llama
     rng = np.random.default_rng(1)
     n_vocab = raw.n_vocab()
@@ -308,8 +310,6 @@ def jump_forward_bound(
 def _script_calls(llm: Any, n_tokens: int, repeats: int) -> dict[str, float]:
     """The Screenwriter's script call: free, constrained with jump-forward off and exact, and
     what the timed verify batches say exact jump-forward can gain on this model."""
-    from ...llm.decode import rolls_back_by_checkpoint
-
     rates, forced, texts, last = script_rates(llm, ("free", "off", "exact"), n_tokens, repeats)
     costs, save, restore = _batch_costs(llm)
     exact = last["exact"]
@@ -353,9 +353,6 @@ class _PackLoop:
 
     def rate(self, n_tokens: int) -> float:
         """Tokens/s of ``n_tokens`` more, each evaluated one at a time."""
-        from ...llm.base import PRESETS
-        from ...llm.decode import decode
-
         raw, held = self.raw, self.held
         if not held:  # a prompt as the bare contexts', evaluated before the clock starts
             raw.reset()  # the next evaluation drops the memory from position 0 on
@@ -439,9 +436,7 @@ def _context_setups(llm: Any, quick: bool) -> dict[str, float]:
 
 def real_shape(threads: int, gpu_layers: int, quick: bool, quant: str = "Q4_K_M") -> dict[str, Any]:
     """Every real-shape figure, in one run (see the module's docstring)."""
-    from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
-    from ...llm.loading import flash_attn_mode, gguf_header, room_request
-    from ..real_shape import real_shape_model
+    from ..real_shape import real_shape_model  # gguf and numpy: loaded only to write the model
 
     layers, depths = (QUICK_LAYERS, QUICK_DEPTHS) if quick else (40, FULL_DEPTHS)
     model = real_shape_model(cache_root() / "models", quant, layers)

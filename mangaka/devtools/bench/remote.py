@@ -12,6 +12,9 @@ from typing import Any
 
 from ... import procs
 from ...errors import MangakaError
+from ...llm.base import PRESETS
+from ...llm.native import import_llama_cpp
+from ...llm.openai import OpenAICompatibleLLM
 from .common import median, native_script, tiny_model
 
 log = logging.getLogger(__name__)
@@ -52,8 +55,6 @@ def _start_server(binary: str, model: Path, threads: int) -> tuple[subprocess.Po
     """llama-server on a free local port with 4 slots, linked to the wheel's libraries; its URL."""
     import socket
 
-    from ...llm.native import import_llama_cpp
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -85,9 +86,6 @@ def _wait_until_healthy(proc: subprocess.Popen[bytes], url: str, seconds: float 
 def _tokens_per_second(url: str, workers: int, requests: int) -> float:
     """``requests`` schema-constrained replies, ``workers`` in flight at once: tokens/s over all."""
     import concurrent.futures
-
-    from ...llm.base import PRESETS
-    from ...llm.openai import OpenAICompatibleLLM
 
     llm = OpenAICompatibleLLM(url, concurrency=workers)
 

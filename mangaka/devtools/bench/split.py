@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+from ...chapters import split_chapters
+
 log = logging.getLogger(__name__)
 
 # Books with no headings, each repeating one unit: no blank line and no line break to cut at
@@ -23,8 +25,6 @@ def _book(unit: str, mb: float) -> str:
 
 
 def _seconds(text: str, repeats: int) -> float:
-    from ...chapters import split_chapters
-
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()

@@ -39,7 +39,6 @@ from typing import Any
 
 from .errors import InputError, MangakaError
 from .evaluate.matching import match_quotes
-from .evaluate.quotes import find_quotes
 from .fileio import read_input, write_atomic
 from .llm.base import LLM, Message
 from .screenplay.models import (
@@ -52,6 +51,7 @@ from .screenplay.request import ScreenplayRequest, read_chapter
 from .screenplay.scenes import is_cjk
 from .screenplay.steps import Prompts, assemble_screenplay, cast_task, script_task
 from .screenplay.validate import load_screenplay
+from .source.quotes import find_quotes
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,6 @@ from .metrics import (
     panel_coverage,
     score,
 )
-from .quotes import find_quote_spans, find_quotes
 
 __all__ = [
     "BUILTIN_SET",
@@ -46,8 +45,6 @@ __all__ = [
     "Scores",
     "dialogue_kept",
     "fidelity_report",
-    "find_quote_spans",
-    "find_quotes",
     "gold_schema_text",
     "load_gold_case",
     "load_gold_set",

@@ -26,7 +26,6 @@ from mangaka.evaluate import (
     GoldCase,
     RunCost,
     dialogue_kept,
-    find_quotes,
     gold_schema_text,
     load_gold_case,
     load_gold_set,
@@ -42,6 +41,7 @@ from mangaka.evaluate.metrics import beat_places, panel_text
 from mangaka.screenplay import Screenplay
 from mangaka.screenplay.schema import SCHEMAS_DIR
 from mangaka.source import spoken_quotes
+from mangaka.source.quotes import find_quotes
 from tests.growth import assert_linear
 from tests.unit.support import write_two_character_scene
 

@@ -368,7 +368,7 @@ def load_run(work: Path, device: str, arch: str, record: dict[str, Any]) -> Run:
 
 def _evaluate(llama_cpp: Any, path: Path, device: Device, flash_attn: str) -> tuple[Run, np.ndarray]:
     # "auto" as the pack's loader asks for it: on where the device supports it.
-    from mangaka.llm.inprocess import flash_attn_type
+    from mangaka.llm.patches import flash_attn_type
 
     batch = device.ubatch or N_CTX
     started = time.monotonic()

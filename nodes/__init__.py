@@ -8,7 +8,7 @@ import logging
 from comfy_api.latest import ComfyExtension, io
 from typing_extensions import override
 
-from ..mangaka.llm.inprocess import cached_models, release_models
+from ..mangaka.llm.loading import cached_models, release_models
 from . import _comfy, bible, chapters, compose, export, llm, memory, page, screenplay
 
 log = logging.getLogger("mangaka")

@@ -13,13 +13,8 @@ from ..mangaka.errors import InputError, MangakaError
 from ..mangaka.llm.base import LLM as EngineLLM
 from ..mangaka.llm.base import PRESETS, CallContext, sampling_preset
 from ..mangaka.llm.grammar import schema_to_gbnf
-from ..mangaka.llm.inprocess import (
-    LlamaCppLLM,
-    LoadOptions,
-    check_lora_file,
-    check_model_file,
-    release_if_asked,
-)
+from ..mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, release_if_asked
+from ..mangaka.llm.loading import check_lora_file, check_model_file
 from ..mangaka.llm.openai import FLAVORS as REMOTE_FLAVORS
 from ..mangaka.llm.openai import OpenAICompatibleLLM
 from ..mangaka.llm.options import LOAD_OPTIONS, RUN_OPTIONS, RunOptions

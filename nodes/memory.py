@@ -44,9 +44,8 @@ from typing import Any
 
 import comfy.model_management as mm
 
-from ..mangaka.llm.inprocess import make_room as release_for_room
-from ..mangaka.llm.inprocess import release_models, resident_models
-from ..mangaka.llm.loading import RoomRequest, on_load
+from ..mangaka.llm.loading import RoomRequest, on_load, release_models, resident_models
+from ..mangaka.llm.loading import make_room as release_for_room
 from ..mangaka.llm.memory import MB, device_placement
 
 log = logging.getLogger("mangaka")

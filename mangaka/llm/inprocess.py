@@ -8,9 +8,9 @@
 
 This module holds the generation side (``LlamaCppLLM`` and the cancel watcher). Loading and the
 model cache live in ``mangaka.llm.loading`` (its two llama-cpp-python patches in
-``mangaka.llm.patches``), adapters in ``mangaka.llm.lora``; their public names are re-exported
-here, the one import path for callers. ``LlamaCppLLM`` calls ``load_model`` through this
-module's namespace, so replacing ``mangaka.llm.inprocess.load_model`` (as tests do) takes effect.
+``mangaka.llm.patches``), adapters in ``mangaka.llm.lora``: callers import those names from there.
+``LlamaCppLLM`` calls ``load_model`` through this module's namespace, so replacing
+``mangaka.llm.inprocess.load_model`` (as tests do) takes effect.
 """
 
 from __future__ import annotations
@@ -28,58 +28,14 @@ from .decode import DEFAULT_JUMP_FORWARD, DecodeResult, decode
 from .grammar import schema_to_gbnf
 from .interrupt import InterruptToAbort
 from .loading import (
-    CHATML_TEMPLATE,
-    DEFAULT_N_CTX,
-    FLASH_ATTN_MODES,
-    N_BATCH_RANGE,
-    FlashAttn,
     LoadedModel,
     LoadOptions,
-    cached_models,
-    check_lora_file,
-    check_model_file,
-    gguf_header,
     load_model,
-    loaded_bytes,
-    make_room,
-    max_loaded_models,
     release_model,
-    release_models,
-    resident_models,
 )
 from .lora import apply_lora, check_adapter, check_lora_scale
-from .options import KEEP_LOADED, MEMORY_MODES, RELEASE_AFTER_RUN, RUN_OPTIONS
-from .patches import flash_attn_type
+from .options import KEEP_LOADED, RELEASE_AFTER_RUN, RUN_OPTIONS
 from .prefix import prepare as prepare_prefix
-
-__all__ = [
-    "CHATML_TEMPLATE",
-    "DEFAULT_N_CTX",
-    "FLASH_ATTN_MODES",
-    "KEEP_LOADED",
-    "MEMORY_MODES",
-    "N_BATCH_RANGE",
-    "RELEASE_AFTER_RUN",
-    "FlashAttn",
-    "LlamaCppLLM",
-    "LoadOptions",
-    "LoadedModel",
-    "apply_lora",
-    "cached_models",
-    "check_lora_file",
-    "check_lora_scale",
-    "check_model_file",
-    "flash_attn_type",
-    "gguf_header",
-    "load_model",
-    "loaded_bytes",
-    "make_room",
-    "max_loaded_models",
-    "release_if_asked",
-    "release_model",
-    "release_models",
-    "resident_models",
-]
 
 log = logging.getLogger(__name__)
 

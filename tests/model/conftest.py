@@ -51,6 +51,6 @@ def smollm2() -> Path:
 @pytest.fixture(autouse=True)
 def _release_models():
     yield
-    from mangaka.llm.inprocess import release_models
+    from mangaka.llm.loading import release_models
 
     release_models()

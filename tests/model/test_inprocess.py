@@ -21,7 +21,8 @@ from mangaka.errors import (
     UnsupportedArchitectureError,
 )
 from mangaka.llm.base import CallContext, Sampling
-from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, cached_models, load_model, release_models
+from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, load_model
+from mangaka.llm.loading import cached_models, release_models
 from tests.model.conftest import TRAINED_CONTEXT
 from tests.model.support import GREEDY, SMALL, USER
 

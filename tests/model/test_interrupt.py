@@ -61,7 +61,8 @@ def test_sigterm_during_the_model_load_stops_it_and_is_raised_after(monkeypatch)
     load (at its first progress call), as a ``kill`` from outside lands during a long load."""
     from mangaka import procs
     from mangaka.llm import loading, patches
-    from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+    from mangaka.llm.inprocess import LlamaCppLLM, LoadOptions
+    from mangaka.llm.loading import release_models
 
     called = patches.LoadProgress._called
     sent = []

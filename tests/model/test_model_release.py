@@ -9,15 +9,8 @@ import re
 import pytest
 
 from mangaka.errors import MangakaError
-from mangaka.llm.inprocess import (
-    RELEASE_AFTER_RUN,
-    LlamaCppLLM,
-    loaded_bytes,
-    make_room,
-    release_if_asked,
-    resident_models,
-)
-from mangaka.llm.loading import flash_attn_mode
+from mangaka.llm.inprocess import RELEASE_AFTER_RUN, LlamaCppLLM, release_if_asked
+from mangaka.llm.loading import flash_attn_mode, loaded_bytes, make_room, resident_models
 from mangaka.llm.memory import compute_buffer_bytes, kv_cache_bytes, recurrent_state_bytes
 from tests.model.support import GREEDY, SMALL, USER
 

@@ -24,6 +24,7 @@ from mangaka.demo import DEMO_CHAPTER
 from mangaka.devtools.tiny_models import write_lora, write_model
 from mangaka.llm import inprocess
 from mangaka.llm.base import PRESETS
+from mangaka.llm.loading import check_model_file
 from mangaka.screenplay.generate import ScreenplayResult
 from mangaka.screenplay.models import Screenplay
 from mangaka.screenplay.steps import Step
@@ -41,7 +42,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("cli-models")
     model = write_model(folder / "whole.gguf", "qwen35moe")
     lora = write_lora(folder / "lora.gguf", model)
-    inprocess.check_model_file(model)
+    check_model_file(model)
     return {"model": model, "lora": lora}
 
 

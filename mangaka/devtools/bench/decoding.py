@@ -13,7 +13,8 @@ from ... import procs
 from ...demo import DEMO_CHAPTER
 from ...llm.base import PRESETS, CallContext
 from ...llm.grammar import schema_to_gbnf
-from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
+from ...llm.inprocess import LlamaCppLLM, LoadOptions
+from ...llm.loading import release_models
 from ...prompts import prompt
 from ...screenplay.schema import cast_call_schema, script_call_schema
 from .common import (

@@ -24,8 +24,8 @@ from ... import procs
 from ...errors import MangakaError
 from ...llm.base import PRESETS
 from ...llm.decode import StateCheckpoint, decode, eval_rows, rolls_back_by_checkpoint
-from ...llm.inprocess import LlamaCppLLM, LoadOptions, release_models
-from ...llm.loading import flash_attn_mode, gguf_header, room_request
+from ...llm.inprocess import LlamaCppLLM, LoadOptions
+from ...llm.loading import flash_attn_mode, gguf_header, release_models, room_request
 from ...paths import cache_root
 from .common import median, native_script, paired
 from .decoding import script_rates

@@ -51,7 +51,6 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
-from .book_file import ENCODINGS, read_book  # noqa: F401 - read here since the split
 from .errors import InputError
 
 DEFAULT_MAX_CHARS = 20000  # a book without headings is cut into chunks of at most this many characters

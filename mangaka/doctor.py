@@ -21,10 +21,10 @@ from typing import Any
 from .errors import InputError, MangakaError, ModelFileError, UnsupportedArchitectureError
 from .llm import native
 from .llm.gguf_info import read_gguf_info
-from .llm.loading import DEFAULT_N_CTX, effective_n_ctx
+from .llm.loading import effective_n_ctx
 from .llm.memory import COMFY_INFERENCE_RESERVE, Fit, kv_cache_bytes
 from .llm.native import Device
-from .llm.options import LOAD_OPTIONS
+from .llm.options import DEFAULT_N_CTX, LOAD_OPTIONS
 
 log = logging.getLogger(__name__)
 

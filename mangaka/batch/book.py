@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from ..chapters import DEFAULT_MAX_CHARS, Chapter, parse_range, read_book, split_chapters
+from ..book_file import read_book
+from ..chapters import DEFAULT_MAX_CHARS, Chapter, parse_range, split_chapters
 from ..errors import InputError, MangakaError
 from ..evaluate import dialogue_kept, fidelity_report
 from ..fileio import write_atomic

@@ -10,7 +10,8 @@ from pathlib import Path
 from ..dataset import build_dataset, check_output, find_pairs, write_dataset
 from ..llm.inprocess import LlamaCppLLM
 from ..llm.loading import LoadOptions, check_model_file
-from ..screenplay.request import PROMPT_LANGUAGES, ScreenplayRequest
+from ..screenplay.options import PROMPT_LANGUAGES
+from ..screenplay.request import ScreenplayRequest
 
 log = logging.getLogger("mangaka.dataset")
 

@@ -34,8 +34,8 @@ from ..evaluate.runner import (
 )
 from ..llm.lora import record_eval
 from ..llm.options import LOAD_OPTIONS, RUN_OPTIONS
-from ..screenplay.options import OPTIONS
-from ..screenplay.request import DIALOGUE_FROM, check_count
+from ..screenplay.options import DIALOGUE_FROM, OPTIONS
+from ..screenplay.request import check_count
 from ..screenplay.scenes import AUTO
 from .args import (
     add_model_args,

@@ -39,7 +39,7 @@ from .memory import (
     recurrent_state_bytes,
 )
 from .native import check_architecture, gpu_offload, import_llama_cpp
-from .options import DEFAULT_N_CTX, FLASH_ATTN_MODES, LOAD_OPTIONS, FlashAttn  # noqa: F401 - re-exported
+from .options import LOAD_OPTIONS, FlashAttn
 from .patches import LoadProgress, check_flash_attn, check_version, flash_attn_type, recurrent_snapshots
 from .prefix import PrefixCache
 

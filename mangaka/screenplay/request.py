@@ -18,16 +18,10 @@ from ..errors import InputError
 from ..llm.base import Sampling, sampling_preset
 from ..source.language import NAMES as LANGUAGE_NAME
 from ..source.language import detect_language
-from .options import (  # noqa: F401 - the limits, re-exported where callers look for them
+from .options import (
     DEFAULT_SAMPLING,
-    DIALOGUE_FROM,
-    MAX_ATTEMPTS,
-    MAX_SCENE_CHARS,
     MAX_SEED,
-    MAX_STYLE,
-    MAX_THINK_TOKENS,
     OPTIONS,
-    PROMPT_LANGUAGES,
 )
 from .scenes import AUTO
 

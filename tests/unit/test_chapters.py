@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.chapters import Chapter, parse_range, read_book, split_chapters
+from mangaka.book_file import read_book
+from mangaka.chapters import Chapter, parse_range, split_chapters
 from mangaka.errors import InputError
 
 DATA = Path(__file__).parent / "data" / "chapters"

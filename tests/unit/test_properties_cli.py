@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from mangaka.chapters import read_book
+from mangaka.book_file import read_book
 from mangaka.cli.main import main
 from mangaka.cli.page import LAYOUT_FILE, save_pages
 from mangaka.compose import screenplay_from_text

@@ -7,7 +7,7 @@ import pytest
 
 from mangaka.errors import InputError, MangakaError
 from mangaka.prompts import PROMPTS_DIR, load_prompt, prompt, prompt_languages, render_prompt
-from mangaka.screenplay.request import PROMPT_LANGUAGES
+from mangaka.screenplay.options import PROMPT_LANGUAGES
 
 SCREENWRITER = [
     "screenwriter/system",

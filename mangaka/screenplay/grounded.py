@@ -41,7 +41,17 @@ from ..names import fold, name_match
 from ..repair import Repair
 from ..source import SourceLine, SourceMap, narration, source_map
 from ..source.speakers import bare_name
-from .models import MAX_CHARACTERS, MAX_ID, NARRATOR, SCREENPLAY_VERSION, Character, Line, Panel, Screenplay
+from .models import (
+    MAX_CHARACTERS,
+    MAX_ID,
+    MAX_LINE,
+    NARRATOR,
+    SCREENPLAY_VERSION,
+    Character,
+    Line,
+    Panel,
+    Screenplay,
+)
 from .scenes import story_units
 from .schema import grounded_script_call_schema
 
@@ -319,6 +329,36 @@ def strip_annotations(reply: dict[str, Any]) -> tuple[dict[str, Any], list[Repai
     repairs: list[Repair] = []
     clean = _strip(reply, "", repairs)
     return (clean, repairs) if repairs else (reply, [])
+
+
+def fill_empty_captions(script: dict[str, Any], grounding: Grounding) -> tuple[dict[str, Any], list[Repair]]:
+    """A caption left with no words (a small model's caption that was only the prompt's annotation,
+    ``[3, likely mei]``, removed by ``strip_annotations``) becomes its panel's own narration: the
+    first unit the panel draws, its quoted lines left out, at most ``MAX_LINE`` characters."""
+    starts = {p.get("id"): p.get("from") for p in script.get("panels", []) if isinstance(p, dict)}
+    repairs: list[Repair] = []
+    captions = []
+    for i, c in enumerate(script.get("captions", [])):
+        if isinstance(c, dict) and isinstance(c.get("line"), str) and not c["line"].strip():
+            unit = starts.get(c.get("panel"))
+            text = _narration_of(grounding.map, unit) if isinstance(unit, int) else ""
+            if text:
+                repairs.append(Repair(f"captions[{i}].line", f"empty → its panel's narration {text!r}"))
+                c = {**c, "line": text}
+        captions.append(c)
+    return ({**script, "captions": captions}, repairs) if repairs else (script, [])
+
+
+def _narration_of(m: SourceMap, unit: int) -> str:
+    if not 1 <= unit <= len(m.units):
+        return ""
+    u = m.units[unit - 1]
+    spans = [(q.start - u.start, q.end - u.start) for q in m.quotes if u.start <= q.start and q.end <= u.end]
+    text = " ".join(narration(m.text[u.start : u.end], spans).replace("…", " ").split())
+    text = re.sub(r"^[\W_]+|[\s,;:，、；：]+$", "", text)
+    if len(text) > MAX_LINE:
+        text = text[: MAX_LINE - 1].rstrip() + "…"
+    return text
 
 
 def repair_sure(

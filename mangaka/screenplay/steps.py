@@ -20,6 +20,7 @@ from .grounded import (
     Grounding,
     assemble_grounded,
     cast_names,
+    fill_empty_captions,
     grounded_problems,
     line_hints,
     line_speakers,
@@ -443,7 +444,8 @@ def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: Call
             script, more = repair_grounded(script, numbers)
             script, settled = repair_sure(script, sure, grounding.map.title)
             script, stripped = strip_annotations(script)
-            return script, repairs + more + settled + stripped
+            script, filled = fill_empty_captions(script, grounding)
+            return script, repairs + more + settled + stripped + filled
 
         def problems(script: dict[str, Any]) -> list[str]:
             return grounded_problems(script, grounding)

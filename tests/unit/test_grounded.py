@@ -19,6 +19,7 @@ from mangaka.screenplay import load_screenplay, validate_screenplay, write_cast,
 from mangaka.screenplay.grounded import (
     Grounding,
     assemble_grounded,
+    fill_empty_captions,
     grounded_problems,
     name_problems,
     panel_ranges,
@@ -549,3 +550,25 @@ def test_the_prompts_annotations_never_reach_a_screenplay():
     ]
     assert strip_annotations(clean) == (clean, [])
     assert strip_annotations({"title": "The [Redacted] file, part [two]"})[1] == []
+
+
+def test_a_caption_left_empty_by_the_cleaning_gets_its_panels_narration():
+    """The embedded model wrote a caption that was only ``[3, likely mei]``, three tries running: it
+    became empty, and the screenplay was invalid. Its panel's own narration fills it, quotes left out."""
+    grounding = Grounding.of(EN, "en")
+    unit = next(
+        u for u, _ in enumerate(grounding.map.units, 1) if any(q.unit == u for q in grounding.map.quotes)
+    )
+    script = {
+        "panels": [{"id": "p1", "from": unit}],
+        "captions": [{"line": "[3, likely mei]", "panel": "p1"}, {"line": "Rain.", "panel": "p1"}],
+    }
+    clean, _ = strip_annotations(script)
+    filled, repairs = fill_empty_captions(clean, grounding)
+    line = filled["captions"][0]["line"]
+    assert line and line in " ".join(grounding.map.unit_text(unit).split())
+    assert not any(q.text in line for q in grounding.map.quotes if q.unit == unit)
+    assert filled["captions"][1] == script["captions"][1] and [r.path for r in repairs] == [
+        "captions[0].line"
+    ]
+    assert fill_empty_captions(filled, grounding) == (filled, [])

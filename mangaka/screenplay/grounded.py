@@ -334,19 +334,28 @@ def strip_annotations(reply: dict[str, Any]) -> tuple[dict[str, Any], list[Repai
 def fill_empty_captions(script: dict[str, Any], grounding: Grounding) -> tuple[dict[str, Any], list[Repair]]:
     """A caption left with no words (a small model's caption that was only the prompt's annotation,
     ``[3, likely mei]``, removed by ``strip_annotations``) becomes its panel's own narration: the
-    first unit the panel draws, its quoted lines left out, at most ``MAX_LINE`` characters."""
+    first unit the panel draws with any (``_nearest_narration``), its quoted lines left out, at most
+    ``MAX_LINE`` characters."""
     starts = {p.get("id"): p.get("from") for p in script.get("panels", []) if isinstance(p, dict)}
     repairs: list[Repair] = []
     captions = []
     for i, c in enumerate(script.get("captions", [])):
         if isinstance(c, dict) and isinstance(c.get("line"), str) and not c["line"].strip():
             unit = starts.get(c.get("panel"))
-            text = _narration_of(grounding.map, unit) if isinstance(unit, int) else ""
+            text = _nearest_narration(grounding, unit) if isinstance(unit, int) else ""
             if text:
                 repairs.append(Repair(f"captions[{i}].line", f"empty → its panel's narration {text!r}"))
                 c = {**c, "line": text}
         captions.append(c)
     return ({**script, "captions": captions}, repairs) if repairs else (script, [])
+
+
+def _nearest_narration(grounding: Grounding, unit: int) -> str:
+    """The narration of ``unit``, else of the nearest unit of the call's part that has some (a
+    panel may start on a line of dialogue alone), after it first."""
+    after = range(unit, grounding.last + 1)
+    before = range(unit - 1, grounding.first - 1, -1)
+    return next((t for u in (*after, *before) if (t := _narration_of(grounding.map, u))), "")
 
 
 def _narration_of(m: SourceMap, unit: int) -> str:

@@ -572,3 +572,14 @@ def test_a_caption_left_empty_by_the_cleaning_gets_its_panels_narration():
         "captions[0].line"
     ]
     assert fill_empty_captions(filled, grounding) == (filled, [])
+
+
+def test_a_caption_on_a_line_of_dialogue_alone_gets_the_nearest_narration():
+    chapter = (
+        'Rain fell on the tin roof.\n\n"Who is there?"\n\n"Only me."\n\nMei shook her umbrella by the door.'
+    )
+    grounding = Grounding.of(chapter, "en")
+    quote_only = grounding.map.quotes[0].unit
+    script = {"panels": [{"id": "p1", "from": quote_only}], "captions": [{"line": "", "panel": "p1"}]}
+    filled, _ = fill_empty_captions(script, grounding)
+    assert filled["captions"][0]["line"] == "Mei shook her umbrella by the door."

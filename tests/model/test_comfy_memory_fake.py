@@ -248,7 +248,7 @@ def test_an_interrupt_that_is_a_base_exception_stops_generation_and_the_model_st
     generation reaches ComfyUI as it is; the next run on the same model works."""
     from mangaka.llm.base import PRESETS
 
-    inprocess = sys.modules[f"{PACKAGE}.mangaka.llm.inprocess"]
+    inprocess = importlib.import_module(f"{PACKAGE}.mangaka.llm.inprocess")  # the pack's own copy
     generator = inprocess.LlamaCppLLM(tiny(pack.tmp), inprocess.LoadOptions(n_ctx=4096, n_threads=1))
     calls = []
 

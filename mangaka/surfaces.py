@@ -71,16 +71,15 @@ OPTION_SETS: dict[str, OptionSet] = {
     "book": OptionSet("The book's options", "mangaka/batch/options.py", BOOK_OPTIONS),
 }
 
-_RUN_FLAGS = tuple(k for k, o in RUN_OPTIONS.items() if o.flag)  # ``memory`` is the node's alone
 _BOOK_ONLY = {"chapters": None}
 
 # In the order each command's --help lists them.
 COMMANDS: dict[str, tuple[Shown, ...]] = {
-    "write": (Shown("load"), Shown("run", _RUN_FLAGS), Shown("request")),
+    "write": (Shown("load"), Shown("run"), Shown("request")),
     "read": (Shown("request", ("language",)),),
     "demo": (
         Shown("load"),
-        Shown("run", _RUN_FLAGS),
+        Shown("run"),
         Shown("request", defaults={"panels": 4, "dialogue": 6}),
     ),
     "bench": (Shown("load", ("n_gpu_layers", "n_threads"), {"n_gpu_layers": 0}),),
@@ -88,14 +87,14 @@ COMMANDS: dict[str, tuple[Shown, ...]] = {
     "doctor": (Shown("load", ("n_ctx",)),),
     "book": (
         Shown("load"),
-        Shown("run", _RUN_FLAGS),
+        Shown("run"),
         Shown("request"),
         Shown("book", ("chapters", "concurrency"), _BOOK_ONLY),
     ),
     "queue": (Shown("book", ("chapters", "max_chars"), _BOOK_ONLY),),
     "eval": (
         Shown("load"),
-        Shown("run", _RUN_FLAGS),
+        Shown("run"),
         Shown(
             "request",
             defaults={"panels": None, "dialogue": None},

@@ -49,11 +49,12 @@ the tables below. A flag's error and a widget's error name the flag or the widge
 
 def _where(key: str) -> str:
     """Where set ``key`` appears, from the registry (``mangaka/surfaces.py``): its commands' flags
-    (the flags named where a command shows only some) and the nodes that show its widgets."""
+    (the flags named where a command shows only the fields it lists) and the nodes that show its
+    widgets."""
     parts = []
     for command, shown in commands_showing(key):
         flags = ", ".join(f"`{o.flag}`" for o in shown.options().values() if o.flag)
-        parts.append(f"`{command}`" + (f" ({flags})" if shown.fields and len(shown.options()) < 4 else ""))
+        parts.append(f"`{command}`" + (f" ({flags})" if shown.fields else ""))
     flags = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     nodes = " and ".join(", ".join(f"`{n}`" for n in NODES[key]).rsplit(", ", 1))
     return f"flags of {flags}; widgets of {nodes} (those each node has)."

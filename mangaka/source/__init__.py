@@ -26,6 +26,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .dashes import BLANK_LINE
 from .evidence import QuotePlace, Speaker, speakers_of
 from .heading import heading
 from .kinds import quote_kind
@@ -55,8 +56,6 @@ MAX_UNIT_CJK_CHARS = 400
 BALLOON_CHARS = 120  # a balloon's text, the screenplay's MAX_LINE (kept equal by a test)
 MAX_TITLE = 80  # a screenplay's title (kept equal by a test)
 
-# A blank line: two line breaks or more, with spaces between (``\r\n`` is one line break).
-_BLANK = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n))+")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _SEPARATOR = re.compile(r"^[\s*＊#＃\-—–=~～_·・•◇◆○●〇☆★□■◎※§♦♢✽✻✦✧]+$")
 _SENTENCE = re.compile(r"[.!?。！？…]+[\"'”’」』）)]*\s*")
@@ -146,8 +145,10 @@ class SourceMap:
 
 
 def _paragraph_spans(text: str, quotes: list[tuple[int, int]]) -> list[Paragraph]:
-    if _BLANK.search(text):
-        breaks = [(m.start(), m.end(), len(_NEWLINE.findall(m.group())) > 2) for m in _BLANK.finditer(text)]
+    if BLANK_LINE.search(text):
+        breaks = [
+            (m.start(), m.end(), len(_NEWLINE.findall(m.group())) > 2) for m in BLANK_LINE.finditer(text)
+        ]
     else:  # one paragraph a line, but a quote running over a line break stays whole
         starts = [a for a, _ in quotes]
         breaks = []

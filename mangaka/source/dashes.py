@@ -43,7 +43,9 @@ from functools import cache
 from .european import inversion, narration_goes_on
 
 _LINE_DASH = re.compile(r"(?:\A|(?<=[\r\n]))[ \t\u00a0\u202f\u3000]*[—―–][ \t\u00a0\u202f]*(?=[^\s—―–])")
-_BLANK = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n)")
+# A blank line: two line breaks or more, with spaces between (``\r\n`` is one line break). The one
+# definition: a paragraph break of the source map and the end of a paragraph in the reading.
+BLANK_LINE = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n))+")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _OPENER = re.compile(r"(?<=\s)[—―–]")  # an incise's opening dash: after a space
 _ANY_DASH = re.compile(r"[—―–]")
@@ -175,7 +177,7 @@ def dialogue_spans(text: str, marks: Sequence[tuple[int, int]], language: str) -
     if not lines and not marks:
         return []
     dash_lines = {s for s, _ in lines}
-    wrapped = _BLANK.search(text) is not None
+    wrapped = BLANK_LINE.search(text) is not None
     regions = _Regions(text, language, marks)
     out: list[tuple[int, int]] = []
     i = j = pos = 0

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import european, korean
+from .dashes import BLANK_LINE
 from .language import spaced
 from .quotes import narration
 from .speakers import SPEECH_VERBS_EN, SPEECH_VERBS_ZH, aliases_en, name_positions
@@ -71,7 +72,6 @@ _FEMALE_WORDS_EN = re.compile(
     r"\b(?:woman|girl|queen|princess|mother|aunt|grandmother|lady|nun|landlady|maid|witch|mrs\.?|ms\.?|miss|madam)\b",
     re.I,
 )
-_PARAGRAPH_END = re.compile(r"(?:\r\n|\r(?!\n)|\n)(?:[ \t\f\v\u3000]*(?:\r\n|\r(?!\n)|\n))+")  # a blank line
 _WINDOW = 40  # characters next to a quote searched for a pronoun attribution (as for a name)
 _GENDER_REACH = 160  # characters after a name searched for the pronoun that refers to it
 # Characters before a quote searched for the person its pronoun attribution stands for (within the
@@ -149,7 +149,7 @@ def genders(text: str, mentions: Mentions, language: str) -> dict[str, str]:
     votes: dict[str, Counter[str]] = {}
     for k, (i, name) in enumerate(mentions.at):
         end = min(i + _GENDER_REACH, mentions.at[k + 1][0] if k + 1 < len(mentions.at) else len(text))
-        window = _PARAGRAPH_END.split(text[i + len(name) : end], 1)[0]  # its own paragraph only
+        window = BLANK_LINE.split(text[i + len(name) : end], 1)[0]  # its own paragraph only
         m1, f1 = male.search(window), female.search(window)
         hits = [(m.start(), g) for m, g in ((m1, "m"), (f1, "f")) if m]
         if hits:

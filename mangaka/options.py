@@ -114,11 +114,12 @@ class Option:
             return self._check_number(value, label)
         if kind == "bool" and not isinstance(value, bool):
             raise InputError.about(self.field, f"must be true or false, got {value!r}", label)
-        fix = f" ({self.fix})" if self.fix else ""
         if self.choices and value not in self.choices:
             known = ", ".join(self.choices)
-            said = f"{value!r} is unknown; choose one of: {known}" if not self.strict else None
-            raise InputError.about(self.field, said or f"must be one of: {known}; got {value!r}{fix}", label)
+            if not self.strict:  # a name the command line let through (a sampling preset)
+                raise InputError.about(self.field, f"{value!r} is unknown; choose one of: {known}", label)
+            fix = f" ({self.fix})" if self.fix else ""
+            raise InputError.about(self.field, f"must be one of: {known}; got {value!r}{fix}", label)
         if kind == "text" and not isinstance(value, str):
             raise InputError.about(self.field, f"must be text, got {type(value).__name__}", label)
         if kind == "text" and self.default and not value.strip():  # a text with a default is never empty

@@ -174,11 +174,11 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
     panels = None if args.panels is None else OPTIONS["panels"].check(args.panels, "--panels")
     dialogue = None if args.dialogue is None else OPTIONS["dialogue"].check(args.dialogue, "--dialogue")
     request = request_from_args(argparse.Namespace(**{**vars(args), "panels": 6, "dialogue": 8}))
+    RUN_OPTIONS["jump_forward"].check(args.jump_forward, f"configuration {name}: jump_forward")
     if args.model:
         load_options_from_args(args)
         run_options_from_args(args)
         check_model_args(args, args.model)
-    RUN_OPTIONS["jump_forward"].check(args.jump_forward, f"configuration {name}: jump_forward")
     settings = {
         "model": str(args.model) if args.model else None,
         "lora": str(args.lora) if args.lora else None,

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from .args import add_declared_flags
+from .args import add_declared_flags, load_options_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..devtools import bench  # a development tool: loaded only when the benchmark runs
 
+    load_options_from_args(args)  # --threads, --gpu-layers in the ranges their help says
     figures = bench.run(
         threads=args.threads or (os.cpu_count() or 1),
         gpu_layers=args.gpu_layers,

@@ -55,3 +55,10 @@ def test_the_registry_names_real_commands_sets_and_fields():
             assert set(s.fields or ()) <= set(OPTION_SETS[s.set].options), (command, s.fields)
             assert set(s.defaults) <= set(OPTION_SETS[s.set].options), (command, s.defaults)
     assert set(NODES) == set(OPTION_SETS)
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--threads", "-3"), ("--gpu-layers", "5000")])
+def test_bench_refuses_its_declared_flags_out_of_range_before_running(flag, value, caplog):
+    """bench shows Load LLM's --threads/--gpu-layers with their ranges; it holds to them."""
+    assert cli_main.main(["bench", flag, value, "--only", "page"]) == 1
+    assert f"{flag} must be from" in caplog.text

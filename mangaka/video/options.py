@@ -13,7 +13,11 @@ from typing import Any
 from ..errors import InputError
 from ..options import Option, declare
 
-SIZES: dict[str, tuple[int, int]] = {"1080x1920": (1080, 1920), "1920x1080": (1920, 1080), "1080x1080": (1080, 1080)}
+SIZES: dict[str, tuple[int, int]] = {
+    "1080x1920": (1080, 1920),
+    "1920x1080": (1920, 1080),
+    "1080x1080": (1080, 1080),
+}
 DIRECTIONS = ("rtl", "ltr")
 
 VIDEO_OPTIONS = declare(
@@ -59,7 +63,8 @@ VIDEO_OPTIONS = declare(
         flag="--beat", widget="beat", name_zh="无台词时长", step=0.1, metavar="S",
     ),
     Option(
-        "crossfade", 0.25, "Crossfade between panels, seconds; 0 = cuts", "分镜格之间的淡入淡出（秒）；0 = 直接切换",
+        "crossfade", 0.25, "Crossfade between panels, seconds; 0 = cuts",
+        "分镜格之间的淡入淡出（秒）；0 = 直接切换",
         low=0, high=2, flag="--crossfade", widget="crossfade", name_zh="交叉淡化", step=0.05, metavar="S",
     ),
     Option(
@@ -146,4 +151,3 @@ def timing_from(fields: Mapping[str, Any]) -> TimingOptions:
 def render_from(fields: Mapping[str, Any]) -> RenderOptions:
     """``RenderOptions`` from values by field (flags or widgets); each checked by its declaration."""
     return RenderOptions(**{k: fields[k] for k in RENDER_FIELDS if k in fields})
-

@@ -16,6 +16,7 @@ ends.
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
@@ -172,10 +173,8 @@ def build_timeline(
     voices = voices or {}
     by_id = {line.id: line for line in sp.dialogue}
     names = _names(sp)
-    lengths = {
-        i: float(voice_seconds[i]) if i in voice_seconds else reading_seconds(lettered(line.line, sp.language), timing)
-        for i, line in by_id.items()
-    }
+    lengths = {i: reading_seconds(lettered(line.line, sp.language), timing) for i, line in by_id.items()}
+    lengths.update({i: float(s) for i, s in voice_seconds.items() if i in lengths})
     shots: list[Shot] = []
     clock = 0.0
     for index, panel in enumerate(sp.panels):
@@ -191,17 +190,28 @@ def build_timeline(
             progress = [round(done / total, 4), round((done + span) / total, 4)]
             shots.append(
                 Shot(
-                    panel=panel.id, image=index, start=round(clock, 3), end=round(clock + span, 3),
-                    move=move, amount=amount, progress=progress, cues=cues,
-                )  # fmt: skip
+                    panel=panel.id,
+                    image=index,
+                    start=round(clock, 3),
+                    end=round(clock + span, 3),
+                    move=move,
+                    amount=amount,
+                    progress=progress,
+                    cues=cues,
+                )
             )
             clock += span
             done += span
     return checked(
         Timeline(
-            title=sp.title, language=sp.language, direction=timing.direction, crossfade=timing.crossfade,
-            hold=timing.hold, duration=round(clock, 3), shots=shots,
-        )  # fmt: skip
+            title=sp.title,
+            language=sp.language,
+            direction=timing.direction,
+            crossfade=timing.crossfade,
+            hold=timing.hold,
+            duration=round(clock, 3),
+            shots=shots,
+        )
     )
 
 
@@ -209,7 +219,7 @@ def _span(group: Sequence[Line], lengths: Mapping[str, float], timing: TimingOpt
     if not group:
         return max(timing.beat, 0.5)
     spoken = sum(lengths[line.id] for line in group)
-    gaps = sum(_gap(a, b, timing) for a, b in zip(group, group[1:], strict=False))
+    gaps = sum(_gap(a, b, timing) for a, b in itertools.pairwise(group))
     return round(max(timing.min_shot, LEAD_IN + spoken + gaps + LEAD_OUT), 3)
 
 
@@ -230,10 +240,15 @@ def _cues(
         name = "" if line.speaker == NARRATOR else names.get(line.speaker, line.speaker)
         cues.append(
             Cue(
-                line=line.id, speaker=line.speaker, name=name, emotion=line.emotion,
-                text=lettered(line.line, language), start=round(at, 3), end=round(at + lengths[line.id], 3),
+                line=line.id,
+                speaker=line.speaker,
+                name=name,
+                emotion=line.emotion,
+                text=lettered(line.line, language),
+                start=round(at, 3),
+                end=round(at + lengths[line.id], 3),
                 voice=voices.get(line.speaker, ""),
-            )  # fmt: skip
+            )
         )
         at += lengths[line.id]
     return cues
@@ -258,8 +273,8 @@ def checked(timeline: Timeline, source: str = "timeline") -> Timeline:
                 problems.append(f"{where}.end ({cue.end:g}) is not after its start ({cue.start:g})")
             if cue.start < last - 1e-3 or cue.end > shot.end + 1e-3:
                 problems.append(
-                    f"{where} ({cue.start:g}–{cue.end:g} s) is not inside its shot ({shot.start:g}–{shot.end:g} s) "
-                    "after the cue before"
+                    f"{where} ({cue.start:g}–{cue.end:g} s) is not inside its shot "
+                    f"({shot.start:g}–{shot.end:g} s) after the cue before"
                 )
             last = cue.end
         clock = shot.end
@@ -288,7 +303,4 @@ def check_pictures(timeline: Timeline, count: int, what: str = "panel images") -
     """``InputError`` unless ``count`` pictures are one per panel the timeline shows."""
     panels = max(s.image for s in timeline.shots) + 1
     if count != panels:
-        raise InputError(
-            f"{count} {what} for {panels} panels; give one picture per panel, in reading order"
-        )
-
+        raise InputError(f"{count} {what} for {panels} panels; give one picture per panel, in reading order")

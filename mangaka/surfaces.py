@@ -20,6 +20,7 @@ from .llm.options import LOAD_OPTIONS, RUN_OPTIONS
 from .options import UNSET, Option
 from .page.options import PAGE_OPTIONS
 from .screenplay.options import OPTIONS as REQUEST_OPTIONS
+from .video.options import VIDEO_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,12 @@ OPTION_SETS: dict[str, OptionSet] = {
         "The command line's `--width`/`--height` are unset unless `--page custom`.",
     ),
     "book": OptionSet("The book's options", "mangaka/batch/options.py", BOOK_OPTIONS),
+    "video": OptionSet(
+        "The motion comic's options",
+        "mangaka/video/options.py",
+        VIDEO_OPTIONS,
+        "Timing (reading speeds, shot lengths, pauses, camera) and drawing (size, frame rate, subtitles, music).",
+    ),
 }
 
 _BOOK_ONLY = {"chapters": None}
@@ -92,6 +99,7 @@ COMMANDS: dict[str, tuple[Shown, ...]] = {
         Shown("book", ("chapters", "concurrency"), _BOOK_ONLY),
     ),
     "queue": (Shown("book", ("chapters", "max_chars"), _BOOK_ONLY),),
+    "video": (Shown("video"),),
     "eval": (
         Shown("load"),
         Shown("run"),
@@ -109,6 +117,7 @@ NODES: dict[str, tuple[str, ...]] = {  # a set → the nodes that show its decla
     "run": ("MangakaLoadLLM",),
     "page": ("MangakaComposePage", "MangakaPreviewLayout", "MangakaSaveManga"),
     "book": ("MangakaSplitChapters", "MangakaRemoteLLM"),
+    "video": ("MangakaMotionComic",),
 }
 
 

@@ -9,7 +9,7 @@ from comfy_api.latest import ComfyExtension, io
 from typing_extensions import override
 
 from ..mangaka.llm.loading import cached_models, release_models
-from . import _comfy, bible, chapters, compose, export, llm, memory, page, screenplay
+from . import _comfy, bible, chapters, compose, export, llm, memory, page, screenplay, video
 
 log = logging.getLogger("mangaka")
 
@@ -61,6 +61,7 @@ class MangakaExtension(ComfyExtension):
             *page.NODES,
             *export.NODES,
             *chapters.NODES,
+            *video.NODES,
         ]
 
 

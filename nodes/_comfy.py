@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -152,6 +153,16 @@ def unique_output_path(prefix: str, suffix: str) -> Path:
         default=0,
     )
     return target.parent / f"{stem}_{counter:05d}{suffix}"
+
+
+def unique_temp_path(prefix: str, suffix: str) -> Path:
+    """A new file name in ComfyUI's temp folder (emptied when ComfyUI starts): for a VIDEO output
+    that Save Video copies into the output folder."""
+    folder = Path(folder_paths.get_temp_directory())
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f"{prefix}_", suffix=suffix, dir=folder)
+    os.close(fd)
+    return Path(name)
 
 
 def save_output(text: str, prefix: str, suffix: str) -> tuple[Path, dict[str, Any]]:

@@ -10,6 +10,7 @@ from ..evaluate.goldset import write_gold_schema
 from ..paths import PACK_ROOT
 from ..screenplay.bible import write_bible_schema
 from ..screenplay.schema import write_schemas
+from ..video.timeline import write_timeline_schema
 
 log = logging.getLogger("mangaka")
 
@@ -21,7 +22,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    written = [*write_schemas(args.folder), write_gold_schema(args.folder), write_bible_schema(args.folder)]
+    written = [
+        *write_schemas(args.folder),
+        write_gold_schema(args.folder),
+        write_bible_schema(args.folder),
+        write_timeline_schema(args.folder),
+    ]
     for path in written:
         log.info("wrote %s", path)
     return 0

@@ -76,6 +76,9 @@ class BibleCharacter(_Strict):
     trigger: Annotated[str, _text(MAX_TRIGGER)] = Field(
         "", description="LoRA trigger words put in front of the look ('' for none)."
     )
+    voice: Annotated[str, _text(MAX_NAME)] = Field(
+        "", description="A voice name for TTS tools (the voice script carries it); empty: none."
+    )
     notes: Annotated[str, _text(MAX_NOTES)] = Field(
         "", description="Reference notes for artists (reference images, model sheets); not sent anywhere."
     )

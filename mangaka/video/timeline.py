@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import unicodedata
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -38,6 +39,7 @@ from ..screenplay.models import (
     Line,
     Screenplay,
 )
+from ..screenplay.schema import SCHEMAS_DIR, contract_schema_text, write_contract_schema
 from ..screenplay.validate import json_path
 from .camera import MAX_AMOUNT, Move, choose_move, move_amount
 from .options import TimingOptions
@@ -132,6 +134,12 @@ def reading_seconds(text: str, timing: TimingOptions) -> float:
     words = sum(1 for w in rest.split() if any(ch.isalnum() for ch in w))
     seconds = wide / timing.chars_per_second + words / timing.words_per_second
     return round(max(MIN_LINE, seconds), 3)
+
+
+def spoken_order(sp: Screenplay) -> list[str]:
+    """The ids of the lines the panels carry, in the order they are heard (the voice script's)."""
+    known = {line.id for line in sp.dialogue}
+    return [i for panel in sp.panels for i in panel.dialogue if i in known]
 
 
 def _names(sp: Screenplay) -> dict[str, str]:
@@ -297,6 +305,19 @@ def timeline_from_json(data: Any, source: str = "timeline") -> Timeline:
         listed = "\n".join(f"- {json_path(err['loc'])}: {err['msg']}" for err in e.errors()[:30])
         raise InputError(f"{source} is not a valid timeline:\n{listed}") from None
     return checked(timeline, source)
+
+
+TIMELINE_SCHEMA_FILE = "timeline.schema.json"
+
+
+def timeline_schema_text() -> str:
+    """The exact text of ``schemas/timeline.schema.json``."""
+    return contract_schema_text(Timeline)
+
+
+def write_timeline_schema(folder: str | Path = SCHEMAS_DIR) -> Path:
+    """Write ``timeline.schema.json`` into ``folder`` (the pack's ``schemas/``); returns the file."""
+    return write_contract_schema(timeline_schema_text(), TIMELINE_SCHEMA_FILE, folder)
 
 
 def check_pictures(timeline: Timeline, count: int, what: str = "panel images") -> None:

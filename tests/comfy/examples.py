@@ -315,7 +315,84 @@ def book_batch() -> dict[str, Any]:
     }
 
 
-SPECS = {"storyboard": storyboard, "manga_page": manga_page, "book_batch": book_batch}
+MOTION_NOTE = """## 漫剧: a motion comic
+
+Each panel becomes a timed shot with a slow camera move (close-ups push in, wide shots pan right
+to left), the lines as subtitles, one vertical 1080×1920 video through core **Save Video**.
+**Voice**: connect any TTS node between **Voice Script** (`texts`, one per line, in dialogue
+order: the TTS node runs once per line) and Motion Comic's `voice`; each shot then lasts as long
+as its voices. Without voice, each line lasts its reading time. Without images, Motion Comic
+films the storyboard cards: the chapter's timing before any diffusion runs.
+"""
+
+
+def motion_comic() -> dict[str, Any]:
+    video = {
+        "size": "1080x1920", "fps": 24, "direction": "rtl", "chars_per_second": 6.0,
+        "words_per_second": 2.5, "min_shot": 2.0, "max_shot": 9.0, "pause": 0.3, "beat": 2.0,
+        "crossfade": 0.25, "hold": 0.5, "camera": 1.0, "seed": 0, "burn_subtitles": True,
+        "music_volume": 0.35,
+    }  # fmt: skip
+    return {
+        "nodes": [
+            _note(40, 0, MODELS_NOTE),
+            _note(41, 0, MOTION_NOTE, size=[400, 300]),
+            _llm(1, 0),
+            _writer(2, 1),
+            {
+                "id": 3,
+                "type": "MangakaScreenplayToPrompts",
+                "col": 2,
+                "widgets": {"style": "manga_bw", "mode": "tags"},
+            },
+            {"id": 4, "type": "CheckpointLoaderSimple", "col": 2, "widgets": {"ckpt_name": CHECKPOINT}},
+            {"id": 5, "type": "CLIPTextEncode", "col": 3, "title": "Panel prompt"},
+            {"id": 6, "type": "CLIPTextEncode", "col": 3, "title": "Negative prompt"},
+            {
+                "id": 7,
+                "type": "EmptyLatentImage",
+                "col": 3,
+                "widgets": {"width": 768, "height": 1344, "batch_size": 1},
+            },
+            _sampler(8, 4),
+            {"id": 9, "type": "VAEDecode", "col": 4},
+            {"id": 10, "type": "MangakaVoiceScript", "col": 4},
+            {"id": 11, "type": "MangakaMotionComic", "col": 5, "widgets": video},
+            {
+                "id": 12,
+                "type": "SaveVideo",
+                "col": 6,
+                "size": [420, 700],
+                "widgets": {"filename_prefix": "mangaka/motion_comic", "format": "auto", "codec": "auto"},
+            },
+        ],
+        "links": [
+            (1, "llm", 2, "llm"),
+            (2, "screenplay", 3, "screenplay"),
+            (4, "CLIP", 5, "clip"),
+            (4, "CLIP", 6, "clip"),
+            (3, "positive", 5, "text"),
+            (3, "negative", 6, "text"),
+            (4, "MODEL", 8, "model"),
+            (5, "CONDITIONING", 8, "positive"),
+            (6, "CONDITIONING", 8, "negative"),
+            (7, "LATENT", 8, "latent_image"),
+            (8, "LATENT", 9, "samples"),
+            (4, "VAE", 9, "vae"),
+            (3, "screenplay", 10, "screenplay"),
+            (9, "IMAGE", 11, "images"),
+            (3, "screenplay", 11, "screenplay"),
+            (11, "video", 12, "video"),
+        ],
+    }
+
+
+SPECS = {
+    "storyboard": storyboard,
+    "manga_page": manga_page,
+    "book_batch": book_batch,
+    "motion_comic": motion_comic,
+}
 
 
 def twin_path(name: str) -> Path:

@@ -85,7 +85,7 @@ def test_gold_schema_file_matches_the_models():
 def test_the_schemas_command_writes_the_gold_schema_too(tmp_path: Path):
     assert main(["schemas", "--folder", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["bible.schema.json", GOLD_SCHEMA_FILE, "screenplay.schema.json"]
+    assert names == ["bible.schema.json", GOLD_SCHEMA_FILE, "screenplay.schema.json", "timeline.schema.json"]
     assert (tmp_path / GOLD_SCHEMA_FILE).read_text(encoding="utf-8") == gold_schema_text()
 
 

@@ -1,0 +1,126 @@
+"""``python -m mangaka video SCREENPLAY``: a motion comic (MP4, H.264 + AAC) from a screenplay, its
+panel images (storyboard cards when none), voice clips named by line id and music, with its
+subtitles (SRT, ASS), voice script and timeline beside it. Every input is checked before a frame
+is drawn."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..compose import screenplay_from_text
+from ..errors import InputError
+from ..fileio import read_text
+from ..options import fields_from_args, flag_names
+from ..video.options import VIDEO_OPTIONS, render_from, timing_from
+from ..video.timeline import timeline_from_json
+from .args import add_declared_flags
+from .page import read_panel_images
+from .paths import check_output_file
+
+if TYPE_CHECKING:
+    from ..video.audio import Clip
+
+log = logging.getLogger("mangaka")
+
+VIDEO_FLAGS = flag_names(VIDEO_OPTIONS)
+MAX_TIMELINE_BYTES = 16 * 1024 * 1024
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("video", help="a motion comic (MP4) from a screenplay JSON: timed shots, camera "
+                       "moves, subtitles and voice")  # fmt: skip
+    p.add_argument("screenplay", type=Path, help="screenplay JSON (or an LLM reply holding it)")
+    p.add_argument("--images", type=Path, help="folder of panel images, one per panel in name order "
+                   "(default: storyboard cards)")  # fmt: skip
+    p.add_argument("--voices", type=Path, help="folder of voice clips named by line id (d1.wav, d2.mp3, …); "
+                   "lines without one are timed by reading")  # fmt: skip
+    p.add_argument("--music", type=Path, help="music under the voices (any audio file; looped)")
+    p.add_argument("--timeline", type=Path, help="a timeline JSON to use as it is (one this command "
+                   "wrote, edited); the timing flags then do not apply")  # fmt: skip
+    add_declared_flags(p, "video")
+    p.add_argument("-o", "--output", type=Path, help="the video file (default: the screenplay's name, .mp4)")
+    p.set_defaults(func=run)
+
+
+def default_output(screenplay: Path) -> Path:
+    """``X.mp4`` beside ``X.json`` or ``X.screenplay.json``."""
+    name = screenplay.name
+    for suffix in (".screenplay.json", ".json"):
+        if name.endswith(suffix):
+            return screenplay.with_name(name[: -len(suffix)] + ".mp4")
+    return screenplay.with_name(name + ".mp4")
+
+
+def _check_output(args: argparse.Namespace, output: Path) -> None:
+    from ..video.motion import side_files  # PIL and the renderer: loaded only to draw
+
+    if output.suffix.lower() != ".mp4":
+        raise InputError(f"-o {output}: the video is an MP4; give a file name ending in .mp4")
+    inputs = {
+        "the screenplay": args.screenplay, "the timeline": args.timeline, "the music": args.music,
+        "the images folder": args.images, "the voices folder": args.voices,
+    }  # fmt: skip
+    check_output_file(output, inputs, derived=side_files(output))
+
+
+def _read_timeline(path: Path) -> Any:
+    text = read_text(path, "--timeline file", limit=MAX_TIMELINE_BYTES)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(
+            f"--timeline {path} is not JSON ({exc}); give a timeline this command wrote"
+        ) from None
+    return timeline_from_json(data, f"--timeline {path}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """A motion comic from a screenplay JSON: every input checked, then drawn and encoded."""
+    from ..page.storyboard import render_storyboard  # Pillow: loaded only to draw
+    from ..video.audio import MAX_MUSIC_SECONDS, clip_from_file, clips_from_folder  # numpy, PyAV: to encode
+    from ..video.motion import plan_motion_comic, write_motion_comic  # Pillow, PyAV: loaded only to draw
+
+    fields = fields_from_args(args, VIDEO_OPTIONS)
+    try:
+        timing, render = timing_from(fields), render_from(fields)
+    except InputError as exc:
+        raise exc.renamed(VIDEO_FLAGS) from None
+    output = args.output or default_output(args.screenplay)
+    _check_output(args, output)
+    screenplay = screenplay_from_text(
+        read_text(args.screenplay, "screenplay file"), source=str(args.screenplay)
+    )
+    timeline = _read_timeline(args.timeline) if args.timeline else None
+    pictures = read_panel_images(args.images) if args.images else render_storyboard(screenplay)
+    clips: dict[str, Clip] = {}
+    if args.voices:
+        clips = clips_from_folder(args.voices, [line.id for line in screenplay.dialogue])
+    music = clip_from_file(args.music, "--music file", limit=MAX_MUSIC_SECONDS) if args.music else None
+    plan = plan_motion_comic(screenplay, pictures, timing, clips, music, timeline=timeline)
+    result, files = write_motion_comic(plan, output, render, progress=_progress())
+    sys.stdout.write(f"{result.path}\n")
+    for path in files.values():
+        sys.stdout.write(f"{path}\n")
+    log.info(
+        "%.1f s of video (%d frames) in %.1f s: %.2f s of work a second of video",
+        result.seconds, result.frames, result.elapsed, result.elapsed / max(result.seconds, 1e-9),
+    )  # fmt: skip
+    return 0
+
+
+def _progress() -> Any:
+    """Logs the render's progress every tenth of the way."""
+    shown = [-1]
+
+    def report(done: int, total: int) -> None:
+        tenth = done * 10 // total
+        if tenth != shown[0]:
+            shown[0] = tenth
+            log.info("video: %d of %d frames", done, total)
+
+    return report

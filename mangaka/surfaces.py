@@ -74,7 +74,8 @@ OPTION_SETS: dict[str, OptionSet] = {
         "The motion comic's options",
         "mangaka/video/options.py",
         VIDEO_OPTIONS,
-        "Timing (reading speeds, shot lengths, pauses, camera) and drawing (size, frame rate, subtitles, music).",
+        "Timing (reading speeds, shot lengths, pauses, camera) and drawing (size, frame rate, subtitles, "
+        "music).",
     ),
 }
 

@@ -11,10 +11,10 @@ from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
 from ..mangaka.options import widget_names
-from ..mangaka.page.storyboard import render_storyboard
 from ..mangaka.video.audio import MAX_MUSIC_SECONDS, clip_from_waveform, clips_in_order
 from ..mangaka.video.motion import plan_motion_comic, write_motion_comic
 from ..mangaka.video.options import VIDEO_OPTIONS, render_from, timing_from
+from ..mangaka.video.pictures import StoryboardCards
 from ..mangaka.video.subtitles import srt
 from ..mangaka.video.timeline import build_timeline, spoken_order, timeline_from_json
 from ..mangaka.video.voice import voice_rows, voice_script_csv, voice_script_text
@@ -109,7 +109,7 @@ class MotionComic(io.ComfyNode):
         sp = read_screenplay(_one(kw.get("screenplay")), _one(kw.get("json_text")), NODE)
         edited = _one(timeline)
         plan_timeline = timeline_from_json(_parse(edited), f"{NODE}: timeline") if edited else None
-        pictures = _to_pil(images) if images else render_storyboard(sp)
+        pictures = _to_pil(images) if images else StoryboardCards(sp)
         clips = clips_in_order(_waveforms(voice), spoken_order(sp)) if voice else {}
         tracks = _waveforms(music)
         if len(tracks) > 1:

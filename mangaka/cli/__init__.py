@@ -10,4 +10,17 @@ LLM, reading a chapter), ``paths.py`` (output checks), ``export.py`` (``--export
 Nothing in the engine imports this package.
 """
 
-COMMANDS = ("write", "read", "demo", "bench", "page", "doctor", "book", "queue", "eval", "dataset", "schemas", "video")
+COMMANDS = (
+    "write",
+    "read",
+    "demo",
+    "bench",
+    "page",
+    "doctor",
+    "book",
+    "queue",
+    "eval",
+    "dataset",
+    "schemas",
+    "video",
+)

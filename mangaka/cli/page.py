@@ -78,11 +78,9 @@ LAYOUT_FILE = "layout.json"
 MAX_IMAGE_BYTES = 512 * 1024 * 1024  # a 16k × 16k RGBA PNG is far below; Pillow refuses bombs too
 
 
-def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
-    """The pictures in ``folder`` in name order (one per panel, in reading order), each decoded
-    now: a file Pillow cannot read is refused by name before any page is drawn."""
-    from PIL import Image
-
+def panel_image_files(folder: Path, flag: str = "--images") -> list[Path]:
+    """The picture files in ``folder`` in name order (one per panel, in reading order), each a
+    regular file of a sane size; a folder without any is refused."""
     if not folder.is_dir():
         what = "is a file" if folder.exists() else "does not exist"
         raise InputError(f"{flag} {folder} {what}; give the folder that holds the panel images")
@@ -97,8 +95,16 @@ def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
     if not files:
         kinds = ", ".join(IMAGE_SUFFIXES)
         raise InputError(f"{flag} {folder} holds no images ({kinds}); give the panels' folder")
+    return files
+
+
+def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
+    """The pictures in ``folder`` in name order (one per panel, in reading order), each decoded
+    now: a file Pillow cannot read is refused by name before any page is drawn."""
+    from PIL import Image
+
     images = []
-    for path in files:
+    for path in panel_image_files(folder, flag):
         try:
             image = Image.open(path)
             image.load()  # decoded here: a truncated file fails now, naming itself

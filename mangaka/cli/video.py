@@ -19,7 +19,7 @@ from ..options import fields_from_args, flag_names
 from ..video.options import VIDEO_OPTIONS, render_from, timing_from
 from ..video.timeline import timeline_from_json
 from .args import add_declared_flags
-from .page import read_panel_images
+from .page import panel_image_files
 from .paths import check_output_file
 
 if TYPE_CHECKING:
@@ -81,9 +81,9 @@ def _read_timeline(path: Path) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """A motion comic from a screenplay JSON: every input checked, then drawn and encoded."""
-    from ..page.storyboard import render_storyboard  # Pillow: loaded only to draw
     from ..video.audio import MAX_MUSIC_SECONDS, clip_from_file, clips_from_folder  # numpy, PyAV: to encode
     from ..video.motion import plan_motion_comic, write_motion_comic  # Pillow, PyAV: loaded only to draw
+    from ..video.pictures import PanelFiles, StoryboardCards  # Pillow: loaded only to draw
 
     fields = fields_from_args(args, VIDEO_OPTIONS)
     try:
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         read_text(args.screenplay, "screenplay file"), source=str(args.screenplay)
     )
     timeline = _read_timeline(args.timeline) if args.timeline else None
-    pictures = read_panel_images(args.images) if args.images else render_storyboard(screenplay)
+    pictures = PanelFiles(panel_image_files(args.images)) if args.images else StoryboardCards(screenplay)
     clips: dict[str, Clip] = {}
     if args.voices:
         clips = clips_from_folder(args.voices, [line.id for line in screenplay.dialogue])

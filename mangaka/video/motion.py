@@ -22,7 +22,7 @@ from ..fileio import write_atomic
 from ..screenplay.models import Screenplay
 from .audio import Clip
 from .options import RenderOptions, TimingOptions
-from .render import VideoResult, check_picture, write_video
+from .render import VideoResult, check_pictures_fit, write_video
 from .subtitles import write_subtitles
 from .timeline import Timeline, build_timeline, check_pictures
 from .voice import write_voice_script
@@ -77,8 +77,7 @@ def plan_motion_comic(
     else:
         _check_against(timeline, sp, clips)
     check_pictures(timeline, len(pictures))
-    for i, picture in enumerate(pictures):
-        check_picture(picture, f"panel image {i + 1}")
+    check_pictures_fit(pictures)
     return MotionPlan(timeline, pictures, clips, music)
 
 

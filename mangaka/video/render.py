@@ -35,6 +35,7 @@ from ..fileio import atomic_output
 from .audio import SAMPLE_RATE, Clip, Mix
 from .camera import window
 from .options import RenderOptions
+from .pictures import size_of
 from .subtitles import Burner, Caption
 from .timeline import Shot, Timeline, check_pictures
 
@@ -58,9 +59,17 @@ class VideoResult:
     elapsed: float
 
 
-def check_picture(picture: Image.Image, what: str) -> None:
-    """``InputError`` for a picture too small, too large or too long and thin to be a panel."""
-    w, h = picture.size
+def check_pictures_fit(pictures: Sequence[Image.Image]) -> None:
+    """``InputError`` for the first picture too small, too large or too long and thin to be a
+    panel (read from its size: a lazy sequence decodes nothing)."""
+    for i in range(len(pictures)):
+        check_picture_size(size_of(pictures, i), f"panel image {i + 1}")
+
+
+def check_picture_size(size: tuple[int, int], what: str) -> None:
+    """``InputError`` for a picture of ``size`` too small, too large or too long and thin to be a
+    panel."""
+    w, h = size
     if min(w, h) < MIN_PICTURE or max(w, h) > MAX_PICTURE:
         raise InputError(
             f"{what} is {w}×{h} pixels; a panel picture is {MIN_PICTURE} to {MAX_PICTURE} pixels a side"
@@ -241,8 +250,7 @@ def write_video(
     stops the render (``Cancelled``) and leaves nothing at ``output``."""
     options = options or RenderOptions()
     check_pictures(timeline, len(pictures))
-    for i, picture in enumerate(pictures):
-        check_picture(picture, f"panel image {i + 1}")
+    check_pictures_fit(pictures)
     clips = clips or {}
     mix = Mix(
         [(c.start, clips[c.line]) for c in timeline.cues() if c.line in clips],

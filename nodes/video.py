@@ -4,17 +4,20 @@ the subtitles, the voice script and the timeline as text."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 
 from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
 from ..mangaka.options import widget_names
 from ..mangaka.video.audio import MAX_MUSIC_SECONDS, clip_from_waveform, clips_in_order
-from ..mangaka.video.motion import plan_motion_comic, write_motion_comic
+from ..mangaka.video.motion import plan_motion_comic
 from ..mangaka.video.options import VIDEO_OPTIONS, render_from, timing_from
 from ..mangaka.video.pictures import StoryboardCards
+from ..mangaka.video.render import write_video
 from ..mangaka.video.subtitles import srt
 from ..mangaka.video.timeline import build_timeline, spoken_order, timeline_from_json
 from ..mangaka.video.voice import voice_rows, voice_script_csv, voice_script_text
@@ -42,13 +45,22 @@ def _video_type() -> type:
         return VideoFromFile
 
 
+@contextlib.contextmanager
+def _named(name: str = "") -> Iterator[None]:
+    """An ``InputError`` raised inside says the node and the input it is about (``name``)."""
+    try:
+        yield
+    except InputError as exc:
+        raise InputError(f"{NODE}: {name + ': ' if name else ''}{exc}") from None
+
+
 def _waveforms(audio: list | None) -> list[tuple[object, int]]:
     """ComfyUI AUDIO values (``{"waveform": [B, C, N], "sample_rate": n}``) → (array, rate) each,
     one per clip (a batch of B clips is B clips)."""
     out = []
     for item in audio or []:
         if not isinstance(item, dict) or "waveform" not in item or "sample_rate" not in item:
-            raise InputError(f"{NODE}: an audio input is not ComfyUI AUDIO (waveform and sample_rate)")
+            raise InputError("an item is not ComfyUI AUDIO (a dict with waveform and sample_rate)")
         wave = item["waveform"].detach().cpu().float().numpy()
         rate = int(item["sample_rate"])
         if wave.ndim == 3:
@@ -110,15 +122,25 @@ class MotionComic(io.ComfyNode):
         edited = _one(timeline)
         plan_timeline = timeline_from_json(_parse(edited), f"{NODE}: timeline") if edited else None
         pictures = _to_pil(images) if images else StoryboardCards(sp)
-        clips = clips_in_order(_waveforms(voice), spoken_order(sp)) if voice else {}
-        tracks = _waveforms(music)
-        if len(tracks) > 1:
-            raise InputError(f"{NODE}: music takes one track; {len(tracks)} were connected")
-        music_clip = clip_from_waveform(*tracks[0], "music", limit=MAX_MUSIC_SECONDS) if tracks else None
-        plan = plan_motion_comic(sp, pictures, timing, clips, music_clip, timeline=plan_timeline)
+        with _named("voice"):
+            clips = clips_in_order(_waveforms(voice), spoken_order(sp)) if voice else {}
+        with _named("music"):
+            tracks = _waveforms(music)
+            if len(tracks) > 1:
+                raise InputError(f"takes one track; {len(tracks)} were connected")
+            music_clip = clip_from_waveform(*tracks[0], "the track", MAX_MUSIC_SECONDS) if tracks else None
+        with _named():
+            plan = plan_motion_comic(sp, pictures, timing, clips, music_clip, timeline=plan_timeline)
         output = _comfy.unique_temp_path("mangaka_motion", ".mp4")
-        with _comfy.comfy_interrupts():
-            write_motion_comic(plan, output, render, _comfy.progress(), _comfy.cancel_requested())
+        try:
+            with _comfy.comfy_interrupts():
+                write_video(
+                    plan.timeline, plan.pictures, output, render, plan.clips, plan.music,
+                    _comfy.progress(), _comfy.cancel_requested(),
+                )  # fmt: skip
+        except BaseException:
+            output.unlink(missing_ok=True)  # the empty placeholder unique_temp_path made: nothing is left
+            raise
         script = voice_script_text(plan.timeline)
         text = plan.timeline.model_dump_json(indent=1)
         return io.NodeOutput(_video_type()(str(output)), srt(plan.timeline), script, text)

@@ -8,8 +8,11 @@ import logging
 import sys
 from pathlib import Path
 
+from ..compose import screenplay_from_text
 from ..demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
+from ..fileio import read_text
 from .args import add_model_args, add_reading_arg, open_llm
+from .video import check_video_output, default_output, storyboard_video
 from .write import prepare_write, run_write
 
 log = logging.getLogger("mangaka")
@@ -33,6 +36,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "X.screenplay.json gives X.storyboard.png (X.storyboard-2.png… for more pages)",
     )
     add_reading_arg(p)
+    p.add_argument(
+        "--video", action="store_true",
+        help="also a motion comic of the storyboard beside the screenplay (X.mp4, with its subtitles, "
+        "voice script and timeline)",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -49,6 +57,13 @@ def run(args: argparse.Namespace) -> int:
             DEMO_MODEL_FILE,
             REAL_MODEL_HINT,
         )
+    video = default_output(output) if args.video else None
+    if video is not None:  # checked before the model loads
+        check_video_output(video, {"the chapter": args.chapter, "the screenplay": output})
     for path in run_write(open_llm(args, plan.model), plan):
         sys.stdout.write(f"{path}\n")
+    if video is not None:
+        screenplay = screenplay_from_text(read_text(output, "screenplay file"), source=str(output))
+        for path in storyboard_video(screenplay, video):
+            sys.stdout.write(f"{path}\n")
     return 0

@@ -8,14 +8,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..compose import screenplay_from_text
 from ..errors import InputError
-from ..fileio import read_text
+from ..fileio import file_kind, read_text
 from ..options import fields_from_args, flag_names
+from ..screenplay.models import Screenplay
 from ..video.options import VIDEO_OPTIONS, render_from, timing_from
 from ..video.timeline import timeline_from_json
 from .args import add_declared_flags
@@ -56,15 +59,26 @@ def default_output(screenplay: Path) -> Path:
     return screenplay.with_name(name + ".mp4")
 
 
-def _check_output(args: argparse.Namespace, output: Path) -> None:
+def check_video_output(output: Path, inputs: Mapping[str, Path | None]) -> None:
+    """Refuse a video path that is a folder, a device or a pipe, not ``.mp4``, or one of
+    ``inputs`` (its side files too), before anything is read or drawn."""
     from ..video.motion import side_files  # PIL and the renderer: loaded only to draw
 
+    try:
+        kind = file_kind(os.stat(output).st_mode)
+    except OSError:
+        kind = None  # absent (or unreachable: check_output_file says why)
+    if kind == "folder":
+        raise InputError(
+            f"-o {output} is a folder; give a video file name in it, e.g. {output / 'chapter.mp4'}"
+        )
+    if kind not in (None, "file"):  # an MP4's index is written last, at a place seeked back to
+        raise InputError(
+            f"-o {output} is a {kind}: an MP4 is written by seeking back into its file, so it cannot be "
+            "written through a device or a pipe; give a .mp4 file path"
+        )
     if output.suffix.lower() != ".mp4":
         raise InputError(f"-o {output}: the video is an MP4; give a file name ending in .mp4")
-    inputs = {
-        "the screenplay": args.screenplay, "the timeline": args.timeline, "the music": args.music,
-        "the images folder": args.images, "the voices folder": args.voices,
-    }  # fmt: skip
     check_output_file(output, inputs, derived=side_files(output))
 
 
@@ -82,7 +96,7 @@ def _read_timeline(path: Path) -> Any:
 def run(args: argparse.Namespace) -> int:
     """A motion comic from a screenplay JSON: every input checked, then drawn and encoded."""
     from ..video.audio import MAX_MUSIC_SECONDS, clip_from_file, clips_from_folder  # numpy, PyAV: to encode
-    from ..video.motion import plan_motion_comic, write_motion_comic  # Pillow, PyAV: loaded only to draw
+    from ..video.motion import plan_motion_comic  # Pillow, PyAV: loaded only to draw
     from ..video.pictures import PanelFiles, StoryboardCards  # Pillow: loaded only to draw
 
     fields = fields_from_args(args, VIDEO_OPTIONS)
@@ -91,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         raise exc.renamed(VIDEO_FLAGS) from None
     output = args.output or default_output(args.screenplay)
-    _check_output(args, output)
+    inputs = {
+        "the screenplay": args.screenplay, "the timeline": args.timeline, "the music": args.music,
+        "the images folder": args.images, "the voices folder": args.voices,
+    }  # fmt: skip
+    check_video_output(output, inputs)
     screenplay = screenplay_from_text(
         read_text(args.screenplay, "screenplay file"), source=str(args.screenplay)
     )
@@ -102,15 +120,29 @@ def run(args: argparse.Namespace) -> int:
         clips = clips_from_folder(args.voices, [line.id for line in screenplay.dialogue])
     music = clip_from_file(args.music, "--music file", limit=MAX_MUSIC_SECONDS) if args.music else None
     plan = plan_motion_comic(screenplay, pictures, timing, clips, music, timeline=timeline)
-    result, files = write_motion_comic(plan, output, render, progress=_progress())
-    sys.stdout.write(f"{result.path}\n")
-    for path in files.values():
+    for path in _write(plan, output, render):
         sys.stdout.write(f"{path}\n")
+    return 0
+
+
+def storyboard_video(screenplay: Screenplay, output: Path) -> list[Path]:
+    """The motion comic of ``screenplay``'s storyboard cards with the default options (the demo's
+    ``--video``): the video and its side files."""
+    from ..video.motion import plan_motion_comic  # Pillow, PyAV: loaded only to draw
+    from ..video.pictures import StoryboardCards  # Pillow: loaded only to draw
+
+    return _write(plan_motion_comic(screenplay, StoryboardCards(screenplay)), output, render_from({}))
+
+
+def _write(plan: Any, output: Path, render: Any) -> list[Path]:
+    from ..video.motion import write_motion_comic  # Pillow, PyAV: loaded only to draw
+
+    result, files = write_motion_comic(plan, output, render, progress=_progress())
     log.info(
         "%.1f s of video (%d frames) in %.1f s: %.2f s of work a second of video",
         result.seconds, result.frames, result.elapsed, result.elapsed / max(result.seconds, 1e-9),
     )  # fmt: skip
-    return 0
+    return [result.path, *files.values()]
 
 
 def _progress() -> Any:

@@ -47,7 +47,7 @@ FONT_SHARE = 0.042  # a burned caption's font size, a share of the frame's short
 MIN_FONT = 24  # pixels, however small the frame
 MAX_LINES = 2  # lines shown at once; a longer text is shown in pages
 LINE_PITCH = 1.25  # baseline to baseline, in font sizes
-STROKE_SHARE = 0.09  # the outline's width, in font sizes (at least 2 px)
+STROKE_SHARE = 0.055  # the outline's width, in font sizes (at least 2 px)
 TEXT_FILL = (255, 255, 255, 255)
 OUTLINE_FILL = (16, 16, 16, 255)
 # (sides, top, bottom) margins of the safe area, shares of the frame's width and height. A vertical

@@ -330,8 +330,8 @@ def motion_comic() -> dict[str, Any]:
     video = {
         "size": "1080x1920", "fps": 24, "direction": "rtl", "chars_per_second": 6.0,
         "words_per_second": 2.5, "min_shot": 2.0, "max_shot": 9.0, "pause": 0.3, "beat": 2.0,
-        "crossfade": 0.25, "hold": 0.5, "camera": 1.0, "seed": 0, "burn_subtitles": True,
-        "music_volume": 0.35,
+        "crossfade": 0.25, "hold": 0.5, "camera": 1.0, "seed": 0, "control_after_generate": "fixed",
+        "burn_subtitles": True, "music_volume": 0.35,
     }  # fmt: skip
     return {
         "nodes": [

@@ -21,7 +21,7 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 DOC_PAGES = [
     "books.md", "cli.md", "comfyui.md", "evaluation.md", "lora.md", "native.md", "nodes.md",
-    "pages.md", "performance.md", "reliability.md", "remote.md", "screenplay.md", "testing.md",
+    "pages.md", "performance.md", "reliability.md", "remote.md", "screenplay.md", "testing.md", "video.md",
 ]  # fmt: skip
 
 

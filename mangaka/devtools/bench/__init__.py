@@ -41,6 +41,7 @@ from .real_shape import real_shape
 from .remote import remote_concurrency
 from .split import split_speed
 from .training import lora_train
+from .video import video_render
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ def run(
         "remote": lambda: remote_concurrency(threads),
         "demo": lambda: demo_run(threads),
         "manga_page": lambda: manga_page_run(threads, 1 if quick else 2),
+        "video": lambda: video_render(quick),
         "real_shape": lambda: real_shape(threads, gpu_layers, quick, quant),
     }
     unknown = sorted(set(only or []) - set(steps))

@@ -1,5 +1,5 @@
 """The arithmetic and the memory probe of `bench --only real_shape`
-(mangaka/devtools/bench/real_shape.py), without a model."""
+(mangaka/devtools/bench/real_shape_*.py), without a model."""
 
 from __future__ import annotations
 
@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from mangaka.devtools.bench.real_shape import (
-    _rss,
-    attention_flops_per_position,
-    batch_cost,
-    context_cost,
-    jump_forward_bound,
-    page_out,
-)
+from mangaka.devtools.bench.real_shape_depth import attention_flops_per_position, context_cost
+from mangaka.devtools.bench.real_shape_jump_forward import batch_cost, jump_forward_bound
+from mangaka.devtools.bench.real_shape_memory import page_out, rss
 
 COSTS = {1: 1.0, 2: 1.5, 4: 2.5, 8: 4.5}
 
@@ -47,15 +42,15 @@ def test_page_out_gives_back_a_mapped_files_pages(tmp_path: Path):
     with path.open("wb") as out:
         out.write(b"\1" * size)
     with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        before = _rss()["RssFile"]
+        before = rss()["RssFile"]
         assert sum(mapped[i] for i in range(0, size, 4096)) == size // 4096  # every page read
-        touched = _rss()["RssFile"]
+        touched = rss()["RssFile"]
         assert touched - before > size // 2
         advised = page_out(path)
         if advised == 0:
             pytest.skip("this kernel refuses MADV_PAGEOUT (before Linux 5.4)")
         assert advised >= size
-        assert _rss()["RssFile"] < touched - size // 2  # the pages left the process
+        assert rss()["RssFile"] < touched - size // 2  # the pages left the process
         assert mapped[size - 1] == 1  # and come back when read
 
 

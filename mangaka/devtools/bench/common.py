@@ -1,5 +1,5 @@
 """What the benchmark's parts share: their models (from PyPI or written once into the cache),
-a token clock and the medians its figures are."""
+a token clock, the medians its figures are, and random tokens to decode."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ...errors import MangakaError
 from ...paths import PACK_ROOT, cache_root
@@ -73,6 +75,11 @@ def median(values: list[float]) -> float:
 def paired(numerators: list[float], denominators: list[float]) -> float:
     """The median of the ratios of runs measured back to back (pair i with pair i)."""
     return median([a / b for a, b in zip(numerators, denominators, strict=False)])
+
+
+def random_tokens(rng: np.random.Generator, n_vocab: int, n: int) -> list[int]:
+    """``n`` random ordinary tokens (clear of the vocabulary's special ends)."""
+    return [int(t) for t in rng.integers(300, n_vocab - 300, n)]
 
 
 def stream_rate(chunks: Any) -> tuple[float, int]:

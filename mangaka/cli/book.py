@@ -11,7 +11,10 @@ from pathlib import Path
 
 from ..batch.book import BIBLE_FILE, Selection, select_chapters, write_book
 from ..batch.options import BOOK_OPTIONS
+from ..chapters import Chapter
+from ..compose import screenplay_from_text
 from ..errors import InputError
+from ..fileio import read_text
 from ..llm.base import LLM
 from ..screenplay.bible import load_series_bible
 from ..screenplay.request import ScreenplayRequest
@@ -26,6 +29,7 @@ from .args import (
 )
 from .export import add_export_arg, export_book_folder, formats_of
 from .paths import check_not_an_input, check_output_folder, check_writable_folder, make_output_folder
+from .video import storyboard_video
 
 log = logging.getLogger("mangaka")
 
@@ -48,6 +52,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(default: OUT/bible.json; made if missing)",
     )  # fmt: skip
     add_export_arg(p)
+    p.add_argument(
+        "--video", action="store_true",
+        help="also each chapter's motion comic of its storyboard, OUT/<chapter>.mp4 with its subtitles "
+        "(made again only when the screenplay is newer)",
+    )  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -55,10 +64,34 @@ def run(args: argparse.Namespace) -> int:
     formats = formats_of(args)
     plan = prepare_book(args)
     code = run_book(open_llm(args), args, plan)
+    width = max(2, len(str(plan.selection.total)))
     if formats:
-        width = max(2, len(str(plan.selection.total)))
         code = max(code, export_book_folder(formats, args, plan.selection.chapters, width))
+    if args.video:
+        code = max(code, chapter_videos(plan.out, plan.selection.chapters, width))
     return code
+
+
+def chapter_videos(out: Path, chapters: list[Chapter], width: int) -> int:
+    """``book --video``: each chapter's screenplay in ``out`` filmed as a motion comic of its
+    storyboard beside it; one whose video is newer than its screenplay is kept (a rerun resumes).
+    Chapters without a screenplay are named; 1 when there are any."""
+    missing = []
+    for chapter in chapters:
+        path = out / f"{chapter.slug(width)}.json"
+        video = path.with_suffix(".mp4")
+        if not path.is_file():
+            missing.append(f"chapter {chapter.number} ({chapter.title})")
+            continue
+        if video.is_file() and video.stat().st_mtime >= path.stat().st_mtime:
+            log.info("%s is newer than its screenplay; kept", video)
+            continue
+        screenplay = screenplay_from_text(read_text(path, "screenplay file"), source=str(path))
+        for written in storyboard_video(screenplay, video):
+            sys.stdout.write(f"{written}\n")
+    if missing:
+        log.error("no video for %s: no screenplay", ", ".join(missing))
+    return 1 if missing else 0
 
 
 @dataclass(frozen=True)

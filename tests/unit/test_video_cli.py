@@ -233,3 +233,28 @@ def test_a_screenplay_that_is_not_json_and_an_fps_out_of_range_are_named(inputs,
     argv = [*inputs.argv(), "--fps", "5"]
     refused(argv, caplog, "--fps", "12 to 60", "got 5")
     nothing_written(inputs.out)
+
+
+def test_book_video_films_each_written_chapter_and_a_rerun_keeps_them(tmp_path: Path, caplog):
+    """``book --video``: each chapter's screenplay in OUT becomes OUT/<chapter>.mp4 (its storyboard);
+    a chapter without a screenplay is named and the run says so (1); a rerun keeps a video newer
+    than its screenplay."""
+    from mangaka.batch.book import select_chapters
+    from mangaka.cli.book import chapter_videos
+
+    book = tmp_path / "book.txt"
+    book.write_text("Chapter 1\n\nMei waited.\n\nChapter 2\n\nThe ferry came.\n", encoding="utf-8")
+    chapters = select_chapters(book).chapters
+    out = tmp_path / "out"
+    out.mkdir()
+    first = out / f"{chapters[0].slug(2)}.json"
+    shutil.copy(GOLDEN, first)
+    assert chapter_videos(out, chapters, 2) == 1
+    assert "chapter 2" in caplog.text
+    video = first.with_suffix(".mp4")
+    with av.open(str(video)) as container:
+        assert container.streams.video[0].width == 1080 and container.duration > 0
+    assert first.with_suffix(".srt").is_file()
+    made = video.stat().st_mtime_ns
+    assert chapter_videos(out, chapters[:1], 2) == 0
+    assert video.stat().st_mtime_ns == made

@@ -1,8 +1,10 @@
 """User-facing options, each declared once: its engine field, command-line flag, node widget, default,
 range or choices, and its help in English and Chinese.
 
-Four sets are declared with ``Option``: the Screenwriter's (``screenplay/options.py``), Load LLM's
-(``llm/options.py``), Compose Page's (``page/options.py``) and the book's (``batch/options.py``).
+Six sets are declared with ``Option`` (``surfaces.py`` lists them): the Screenwriter's
+(``screenplay/options.py``), Load LLM's load and run options (``llm/options.py``), Compose Page's
+(``page/options.py``), the book's (``batch/options.py``) and the motion comic's
+(``video/options.py``).
 From each declaration come the command-line flags (``add_flags``), the node widgets
 (``nodes/_comfy.py:widget``), the engine's range checks (``Option.check``), the option tables in
 ``docs/cli.md`` (``option_table``) and the Chinese widget names and tooltips in

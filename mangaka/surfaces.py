@@ -1,6 +1,6 @@
 """Which declared options each surface shows: the one registry of option sets → commands and nodes.
 
-The options are declared once, in four sets (``mangaka/options.py`` says how). This module says,
+The options are declared once, in six sets (``mangaka/options.py`` says how). This module says,
 once, where each set appears: on which commands (every option of the set with a flag, or the
 fields named, with the command's own defaults) and on which nodes (their widgets). The command
 line builds its flags from it (``mangaka/cli/``), the docs generator its tables' "where" lines

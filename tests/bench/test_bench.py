@@ -284,3 +284,14 @@ def test_gpu_bench_dry_run_prints_the_real_shape_figures(tmp_path):
     assert figures["real_shape_flash_attn_off_over_auto"] > 0
     assert figures["real_shape_flash_attn_prefill_off_over_auto"] > 0
     assert undocumented(figures) == []
+
+
+def test_video_figures_time_a_render_and_its_memory_does_not_grow_with_length():
+    """``video_*``: a 12 s and a 60 s motion comic (``--quick``), each in a process of its own; the
+    longer one's peak memory stays within 15 % of the shorter one's (frames and sound are streamed).
+    Times are printed, not asserted."""
+    figures = bench("--only", "video")
+    assert figures["video_long_seconds"] >= 4 * figures["video_short_seconds"]
+    assert figures["video_work_per_second_short"] > 0 and figures["video_work_per_second_long"] > 0
+    assert figures["video_peak_long_over_short"] < 1.15
+    assert undocumented(figures) == []

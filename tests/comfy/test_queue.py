@@ -1,5 +1,6 @@
 """``python -m mangaka queue`` against real ComfyUI servers: the storyboard example workflow and
-the tiny model, whole books, a server killed mid-book, and two servers sharing a book."""
+the tiny model, whole books, a server killed mid-book, and two servers sharing a book; the
+motion comic example on the storyboard cards, one video per chapter (issue 54)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PIL import Image
 
 from mangaka.devtools.tiny_models import write_model
 from tests.comfy.examples import twin_path
+from tests.comfy.support import motion_comic_cards
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "tiny-qwen35moe.gguf"
@@ -127,6 +129,39 @@ def _check_book_export(out: Path, folders: list[Path], title: str, language: str
         assert archive.read_cix().page_count == count
         assert archive.get_page(0) == sorted(folder.glob("*.png"))[0].read_bytes()
         assert chapter.with_suffix(".pdf").read_bytes().startswith(b"%PDF-")
+
+
+def test_a_book_becomes_one_video_per_chapter_and_a_rerun_resumes(one, tmp_path):
+    """The motion comic example, its image half taken out (Motion Comic films the storyboard cards),
+    queued for a two-chapter book: each chapter's folder gets Save Video's MP4, which PyAV decodes;
+    a rerun skips both chapters, submitting and downloading nothing."""
+    import av
+
+    book = tmp_path / "book.txt"
+    book.write_text(BOOKS["en"].split("\n\nChapter 3")[0] + "\n", encoding="utf-8")
+    wf = tmp_path / "motion-comic-cards.json"
+    wf.write_text(json.dumps(motion_comic_cards(panels=2, size="1080x1080", fps=12)), encoding="utf-8")
+    out = tmp_path / "out"
+    args = [str(book), "--workflow", str(wf), "--server", one.url, "--out", str(out)]
+    run = queue(*args)
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
+    assert run.stdout.startswith("2 of 2 chapters done"), run.stdout
+    chapters = state(out)
+    assert sorted(chapters) == ["1", "2"] and all(c["status"] == "done" for c in chapters.values()), chapters
+    for chapter in chapters.values():
+        [video] = [out / chapter["folder"] / n for n in chapter["files"] if n.endswith(".mp4")]
+        with av.open(str(video)) as container:
+            assert container.duration and container.duration > 0, video
+            frame = next(container.decode(video=0))
+            assert (frame.width, frame.height) == (1080, 1080), video
+    folders = [out / c["folder"] for c in chapters.values()]
+    files = {p: p.stat().st_mtime_ns for folder in folders for p in folder.rglob("*")}
+    before = len(successes(one))
+    again = queue(*args)
+    assert again.returncode == 0 and again.stdout.startswith("2 of 2 chapters done"), again.stderr[-3000:]
+    assert len(successes(one)) == before  # nothing submitted
+    assert {p: p.stat().st_mtime_ns for folder in folders for p in folder.rglob("*")} == files
+    assert state(out) == chapters
 
 
 def test_a_killed_server_and_a_rerun_complete_the_book_each_chapter_once(comfy_factory, tmp_path):

@@ -20,17 +20,11 @@ import pytest
 from mangaka.video.audio import SAMPLE_RATE
 from mangaka.video.timeline import LEAD_IN
 from tests.comfy.probes import tone_seconds
-from tests.comfy.support import tiny_prompt, twin
+from tests.comfy.support import motion_comic_cards, node_of, twin
 
 DATA = Path(__file__).resolve().parents[1] / "unit" / "data"
 GOLDEN = json.loads((DATA / "golden_screenplay.json").read_text(encoding="utf-8"))
-# The motion_comic example's image half: Motion Comic films the storyboard cards without it.
-IMAGE_HALF = {"CheckpointLoaderSimple", "CLIPTextEncode", "EmptyLatentImage", "KSampler", "VAEDecode"}
 FPS = 12
-
-
-def _of(prompt: dict, class_type: str) -> str:
-    return next(k for k, v in prompt.items() if v["class_type"] == class_type)
 
 
 def screenplay(panels: int) -> str:
@@ -53,13 +47,10 @@ def _cards_with_voices() -> dict:
     """``motion_comic`` on the tiny model with two panels: no image half (the storyboard cards),
     the fake TTS between Voice Script's ``texts`` and Motion Comic's ``voice``, a square video at
     12 fps, and previews of the texts spoken (902) and of the timeline (901)."""
-    prompt = tiny_prompt(twin("motion_comic"), panels=2)
-    for key in [k for k, v in prompt.items() if v["class_type"] in IMAGE_HALF]:
-        del prompt[key]
-    comic, script = _of(prompt, "MangakaMotionComic"), _of(prompt, "MangakaVoiceScript")
-    del prompt[comic]["inputs"]["images"]
+    prompt = motion_comic_cards(panels=2, size="1080x1080", fps=FPS)
+    comic, script = node_of(prompt, "MangakaMotionComic"), node_of(prompt, "MangakaVoiceScript")
     prompt["900"] = {"class_type": "MangakaTestTone", "inputs": {"text": [script, 0]}}
-    prompt[comic]["inputs"].update(voice=["900", 0], size="1080x1080", fps=FPS)
+    prompt[comic]["inputs"]["voice"] = ["900", 0]
     prompt["901"] = {"class_type": "PreviewAny", "inputs": {"source": [comic, 3]}}
     prompt["902"] = {"class_type": "PreviewAny", "inputs": {"source": [script, 0]}}
     return prompt
@@ -110,7 +101,7 @@ def test_the_example_films_the_cards_with_a_voice_per_line_through_save_video(se
     for cue, text in zip(cues, texts, strict=True):  # each line as long as its own clip
         assert cue["text"] == text
         assert abs((cue["end"] - cue["start"]) - tone_seconds(text)) < 0.01, (cue, text)
-    [saved] = result.outputs[_of(prompt, "SaveVideo")]["images"]
+    [saved] = result.outputs[node_of(prompt, "SaveVideo")]["images"]
     assert saved["type"] == "output" and saved["filename"].endswith(".mp4"), saved
     found = _decode(server.base_dir / "output" / saved["subfolder"] / saved["filename"])
     duration = timeline["duration"]
@@ -127,7 +118,7 @@ def test_the_example_films_the_cards_with_a_voice_per_line_through_save_video(se
 def _hostile(case: str) -> dict:
     """Motion Comic on a two-line literal screenplay, saved by Save Video, with one bad input."""
     example = twin("motion_comic")
-    widgets = example[_of(example, "MangakaMotionComic")]["inputs"]
+    widgets = example[node_of(example, "MangakaMotionComic")]["inputs"]
     comic = {k: v for k, v in widgets.items() if not isinstance(v, list)}  # the example's widgets
     comic.update(json_text=screenplay(2), size="1080x1080", fps=FPS)
     save = {

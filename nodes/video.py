@@ -20,9 +20,10 @@ from ..mangaka.video.pictures import StoryboardCards
 from ..mangaka.video.render import write_video
 from ..mangaka.video.subtitles import srt
 from ..mangaka.video.timeline import build_timeline, spoken_order, timeline_from_json
-from ..mangaka.video.voice import voice_rows, voice_script_csv, voice_script_text
+from ..mangaka.video.voice import voice_rows, voice_script_csv, voice_script_text, voices_from_bible
 from . import _comfy
 from ._comfy import from_widgets, widget
+from .bible import bible_inputs, read_series_bible
 from .compose import read_screenplay, screenplay_inputs
 from .page import _one, _to_pil
 
@@ -102,6 +103,7 @@ class MotionComic(io.ComfyNode):
                     tooltip="A timeline JSON (this node's timeline output, edited) to use as it is",
                 ),
                 *(widget(o) for o in VIDEO_OPTIONS.values()),
+                *bible_inputs(),  # the voice names the timeline's lines carry
             ],
             outputs=[
                 io.Video.Output(display_name="video"),
@@ -129,8 +131,9 @@ class MotionComic(io.ComfyNode):
             if len(tracks) > 1:
                 raise InputError(f"takes one track; {len(tracks)} were connected")
             music_clip = clip_from_waveform(*tracks[0], "the track", MAX_MUSIC_SECONDS) if tracks else None
+        voices = _voices(_one(kw.get("bible")), _one(kw.get("bible_file")))
         with _named():
-            plan = plan_motion_comic(sp, pictures, timing, clips, music_clip, timeline=plan_timeline)
+            plan = plan_motion_comic(sp, pictures, timing, clips, music_clip, voices, plan_timeline)
         output = _comfy.unique_temp_path("mangaka_motion", ".mp4")
         try:
             with _comfy.comfy_interrupts():
@@ -155,7 +158,7 @@ class VoiceScript(io.ComfyNode):
             category="Mangaka",
             description="The screenplay's lines to speak, one per line in dialogue order, as lists: a TTS "
             "node after it runs once per line, and its clips go to Motion Comic's voice in order.",
-            inputs=[*screenplay_inputs()],
+            inputs=[*screenplay_inputs(), *bible_inputs()],
             outputs=[
                 io.String.Output(display_name="texts", is_output_list=True),
                 io.String.Output(display_name="line_ids", is_output_list=True),
@@ -167,15 +170,21 @@ class VoiceScript(io.ComfyNode):
         )
 
     @classmethod
-    def execute(cls, screenplay=None, json_text=None) -> io.NodeOutput:
+    def execute(cls, screenplay=None, json_text=None, bible=None, bible_file=None) -> io.NodeOutput:
         sp = read_screenplay(screenplay, json_text, "Voice Script")
-        timeline = build_timeline(sp)
+        timeline = build_timeline(sp, voices=_voices(bible, bible_file))
         rows = voice_rows(timeline)
         if not rows:
             raise InputError("Voice Script: the screenplay has no dialogue lines to speak")
         columns = [[str(r[k]) for r in rows] for k in ("text", "line", "name", "emotion", "voice")]
         columns[2] = [r["name"] or r["speaker"] for r in rows]  # the narrator has no display name
         return io.NodeOutput(*columns, voice_script_csv(timeline))
+
+
+def _voices(bible: str | None, bible_file: str | None) -> dict[str, str]:
+    """The voice name the series bible gives each character (none without a bible)."""
+    found = read_series_bible(bible, bible_file)
+    return voices_from_bible(found) if found is not None else {}
 
 
 def _parse(text: str) -> object:

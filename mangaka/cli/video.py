@@ -18,9 +18,11 @@ from ..compose import screenplay_from_text
 from ..errors import InputError
 from ..fileio import file_kind, read_text
 from ..options import fields_from_args, flag_names
+from ..screenplay.bible import load_series_bible
 from ..screenplay.models import Screenplay
 from ..video.options import VIDEO_OPTIONS, render_from, timing_from
 from ..video.timeline import timeline_from_json
+from ..video.voice import voices_from_bible
 from .args import add_declared_flags
 from .page import panel_image_files
 from .paths import check_output_file
@@ -45,6 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--music", type=Path, help="music under the voices (any audio file; looped)")
     p.add_argument("--timeline", type=Path, help="a timeline JSON to use as it is (one this command "
                    "wrote, edited); the timing flags then do not apply")  # fmt: skip
+    p.add_argument("--bible", type=Path, help="the series bible: each character's voice name goes into the "
+                   "voice script and the timeline")  # fmt: skip
     add_declared_flags(p, "video")
     p.add_argument("-o", "--output", type=Path, help="the video file (default: the screenplay's name, .mp4)")
     p.set_defaults(func=run)
@@ -107,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or default_output(args.screenplay)
     inputs = {
         "the screenplay": args.screenplay, "the timeline": args.timeline, "the music": args.music,
-        "the images folder": args.images, "the voices folder": args.voices,
+        "the images folder": args.images, "the voices folder": args.voices, "the bible": args.bible,
     }  # fmt: skip
     check_video_output(output, inputs)
     screenplay = screenplay_from_text(
@@ -119,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     if args.voices:
         clips = clips_from_folder(args.voices, [line.id for line in screenplay.dialogue])
     music = clip_from_file(args.music, "--music file", limit=MAX_MUSIC_SECONDS) if args.music else None
-    plan = plan_motion_comic(screenplay, pictures, timing, clips, music, timeline=timeline)
+    voices = voices_from_bible(load_series_bible(args.bible)) if args.bible else {}
+    plan = plan_motion_comic(screenplay, pictures, timing, clips, music, voices, timeline)
     for path in _write(plan, output, render):
         sys.stdout.write(f"{path}\n")
     return 0

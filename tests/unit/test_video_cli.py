@@ -5,6 +5,7 @@ names it, and leaves nothing in the output folder."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -258,3 +259,26 @@ def test_book_video_films_each_written_chapter_and_a_rerun_keeps_them(tmp_path: 
     made = video.stat().st_mtime_ns
     assert chapter_videos(out, chapters[:1], 2) == 0
     assert video.stat().st_mtime_ns == made
+
+
+def test_the_bibles_voice_names_reach_the_voice_script_and_the_timeline(inputs, capsys):
+    bible = inputs.screenplay.parent / "bible.json"
+    people = [("lin", "Lin", "warm_alto"), ("old_tan", "Old Tan", "gravel_bass"), ("kid", "Xiaobao", "")]
+    bible.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "characters": [{"id": i, "name": n, "appearance": "", "voice": v} for i, n, v in people],
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert main(inputs.argv("--bible", str(bible), "--camera", "0")) == 0
+    with (inputs.out / "chapter.voice.csv").open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    by_speaker = {r["speaker"]: r["voice"] for r in rows}
+    assert by_speaker.get("lin") == "warm_alto" and by_speaker.get("old_tan") == "gravel_bass"
+    assert by_speaker.get("kid", "") == "" and by_speaker.get("narrator", "") == ""
+    timeline = json.loads((inputs.out / "chapter.timeline.json").read_text(encoding="utf-8"))
+    voices = {c["speaker"]: c["voice"] for s in timeline["shots"] for c in s["cues"]}
+    assert voices["lin"] == "warm_alto"

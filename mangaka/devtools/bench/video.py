@@ -23,7 +23,7 @@ from ... import procs
 
 log = logging.getLogger(__name__)
 
-SHOT_SECONDS = 4.0  # about what a panel with two short lines lasts
+SHOT_SECONDS = 5.0  # what a panel with two short lines lasts (two lines, their gaps, lead in and out)
 
 
 def _screenplay(panels: int) -> dict[str, Any]:

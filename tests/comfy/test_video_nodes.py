@@ -5,6 +5,8 @@
   run once per line of Voice Script's ``texts``: core Save Video writes an MP4 whose frames,
   frame rate, duration and 48 kHz sound PyAV reads back as the timeline says, each voice heard at
   its cue and silence before the first.
+- Voice Script given a series bible text: each line of the character it gives a ``voice`` carries
+  that voice name, every other line ''.
 - Hostile inputs, each refused naming the input, with nothing written: more voice clips than
   lines, more panel images than panels, a timeline JSON of the wrong shape, a widget out of range.
 - ``/interrupt`` while a long video renders: the prompt ends interrupted and leaves no file.
@@ -113,6 +115,26 @@ def test_the_example_films_the_cards_with_a_voice_per_line_through_save_video(se
     assert _rms(sound, 0, LEAD_IN - 0.05) < 1e-3  # nothing before the first line
     for cue in cues:
         assert _rms(sound, cue["start"] + 0.05, cue["end"] - 0.05) > 0.1, cue  # the tone, at its cue
+
+
+def test_voice_script_gives_each_line_the_voice_the_bible_names(server):
+    """A literal screenplay and a bible text naming one character's voice: Voice Script's voices
+    carry that name on the lines the character speaks and '' on every other line."""
+    bible = {"version": 1, "characters": [{"id": "lin", "name": "Lin", "voice": "zh-CN-XiaoxiaoNeural"}]}
+    script = {"json_text": json.dumps(GOLDEN), "bible": json.dumps(bible), "bible_file": "none"}
+    prompt = {
+        "1": {"class_type": "MangakaVoiceScript", "inputs": script},
+        "2": {"class_type": "PreviewAny", "inputs": {"source": ["1", 1]}},
+        "3": {"class_type": "PreviewAny", "inputs": {"source": ["1", 4]}},
+    }
+    result = server.run_prompt(prompt, timeout=120)
+    assert result.status == "success", result.describe()
+    lines, voices = result.outputs["2"]["text"], result.outputs["3"]["text"]
+    speakers = {d["id"]: d["speaker"] for d in GOLDEN["dialogue"]}
+    assert sorted(lines) == sorted(speakers), lines
+    expected = ["zh-CN-XiaoxiaoNeural" if speakers[line] == "lin" else "" for line in lines]
+    assert voices == expected, (lines, voices)
+    assert "zh-CN-XiaoxiaoNeural" in voices and "" in voices
 
 
 def _hostile(case: str) -> dict:

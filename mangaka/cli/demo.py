@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         args, args.chapter or DEMO_CHAPTER, args.model, output=output, storyboard=True,
         default_model=demo_model_path,
     )  # fmt: skip
+    video = default_output(output) if args.video else None
+    if video is not None:  # checked before the model loads
+        check_video_output(video, {"the chapter": args.chapter, "the screenplay": output})
     if args.model is None:
         log.warning(
             "demo: using the embedded toy model %s (135M parameters) for a smoke run; its "
@@ -57,9 +60,6 @@ def run(args: argparse.Namespace) -> int:
             DEMO_MODEL_FILE,
             REAL_MODEL_HINT,
         )
-    video = default_output(output) if args.video else None
-    if video is not None:  # checked before the model loads
-        check_video_output(video, {"the chapter": args.chapter, "the screenplay": output})
     for path in run_write(open_llm(args, plan.model), plan):
         sys.stdout.write(f"{path}\n")
     if video is not None:

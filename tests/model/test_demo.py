@@ -208,3 +208,35 @@ def test_the_demo_over_seeds_and_thread_counts(threads, tmp_path):
             continue
         assert_demo_outputs(run.stdout, run.stderr, ROOT)
     assert not failed, f"demo failed at {threads} threads: " + "; ".join(failed)
+
+
+def test_demo_video_films_the_storyboard_beside_the_screenplay(tmp_path):
+    """``demo --video``: the screenplay, its storyboard page, then ``demo.mp4`` of the storyboard
+    cards with its subtitles, voice script and timeline; the video's length is the timeline's. A
+    video path that cannot be written is refused before the model loads."""
+    import av
+
+    out = tmp_path / "demo.screenplay.json"
+    (tmp_path / "blocked").mkdir()
+    (tmp_path / "blocked" / "demo.mp4").mkdir()
+    refused = subprocess.run(
+        [sys.executable, "-m", "mangaka", "demo", "--video", "-o", str(tmp_path / "blocked" / "demo.json")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "is a folder" in refused.stderr and "toy model" not in refused.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "mangaka", "demo", "--video", "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    written = run.stdout.split()
+    for name in ("demo.mp4", "demo.srt", "demo.ass", "demo.voice.csv", "demo.timeline.json"):
+        assert str(tmp_path / name) in written, name
+    timeline = json.loads((tmp_path / "demo.timeline.json").read_text(encoding="utf-8"))
+    with av.open(str(tmp_path / "demo.mp4")) as container:
+        stream = container.streams.video[0]
+        assert (stream.width, stream.height) == (1080, 1920)
+        frames = sum(1 for _ in container.decode(video=0))
+    assert abs(frames / 24 - timeline["duration"]) <= 1 / 24
+    screenplay = json.loads(out.read_text(encoding="utf-8"))
+    assert timeline["shots"][0]["panel"] == screenplay["panels"][0]["id"]

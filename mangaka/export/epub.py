@@ -27,6 +27,7 @@ from pathlib import Path
 from ..fileio import atomic_output
 from .pages import BookInfo, Page, Section
 
+UNTITLED = "Untitled"  # the title of a book whose title is blank
 CONTAINER = """<?xml version="1.0" encoding="UTF-8"?>
 <container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">
   <rootfiles>
@@ -95,6 +96,13 @@ prefix="rendition: http://www.idpf.org/vocab/rendition/#">
 """
 
 
+def _label(text: str, fallback: str) -> str:
+    """``text`` escaped for XML, or ``fallback`` when it is blank: EPUB wants text in the title, the
+    navigation document's heading and each of its links (the text itself is made legal for XML
+    when the book's facts are made, in ``pages``)."""
+    return escape(text if text.strip() else fallback)
+
+
 def _book_id(pages: Sequence[Page], info: BookInfo) -> uuid.UUID:
     digest = hashlib.sha256(info.title.encode("utf-8"))
     for page in pages:
@@ -119,7 +127,7 @@ def package_document(sections: Sequence[Section], info: BookInfo) -> str:
     return PACKAGE.format(
         lang=escape(info.language),
         uuid=_book_id(pages, info),
-        title=escape(info.title),
+        title=_label(info.title, UNTITLED),
         modified=_modified(),
         manifest="\n".join(manifest),
         direction="rtl" if info.rtl else "ltr",
@@ -129,10 +137,11 @@ def package_document(sections: Sequence[Section], info: BookInfo) -> str:
 
 def navigation(sections: Sequence[Section], info: BookInfo) -> str:
     items, first = [], 1
-    for section in sections:
-        items.append(f'<li><a href="page-{first:04d}.xhtml">{escape(section.title)}</a></li>')
+    for n, section in enumerate(sections, 1):
+        label = _label(section.title, f"Chapter {section.number or n}")
+        items.append(f'<li><a href="page-{first:04d}.xhtml">{label}</a></li>')
         first += len(section.pages)
-    return NAV.format(lang=escape(info.language), title=escape(info.title), items="\n".join(items))
+    return NAV.format(lang=escape(info.language), title=_label(info.title, UNTITLED), items="\n".join(items))
 
 
 def write_epub(path: Path, sections: Sequence[Section], info: BookInfo) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..errors import InputError
 from ..fileio import check_input_file, read_input
+from .xmltext import xml_safe
 
 log = logging.getLogger("mangaka.export")
 
@@ -25,7 +26,12 @@ SCREEN_DPI = 96
 MIN_DPI, MAX_DPI = 36, 2400
 # The longest name a container file may have (before its ".cbz"): fits every file system.
 MAX_NAME_CHARS = 120
-_BAD_NAME = re.compile(r'[/\\:*?"<>|\x00-\x1f]')
+# ... and at most this many bytes (UTF-8), so "<stem>.epub" fits a file name's 255 bytes: 120 emoji
+# or CJK characters would not.
+MAX_NAME_BYTES = 240
+_BAD_NAME = re.compile(r'[/\\:*?"<>|\x00-\x1f\ud800-\udfff\ufffe\uffff]')
+# A language tag (BCP 47's shape: "en", "zh-Hant", "pt-BR"); anything else is written as "und".
+_LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(?:-[A-Za-z0-9]{1,8})*")
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,11 @@ class Section:
     pages: tuple[Page, ...]
     number: int | None = None
 
+    def __post_init__(self) -> None:
+        # Every writer reads the title from here: made legal for XML and PDF once (see xmltext).
+        where = f"the title of chapter {self.number}" if self.number is not None else "a chapter title"
+        object.__setattr__(self, "title", xml_safe(self.title, where))
+
 
 @dataclass(frozen=True)
 class BookInfo:
@@ -67,6 +78,20 @@ class BookInfo:
     series: str = ""
     number: int | None = None
     characters: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        # Every writer reads these from here: made legal for XML and PDF once (see xmltext).
+        object.__setattr__(self, "title", xml_safe(self.title, "the title"))
+        object.__setattr__(self, "series", xml_safe(self.series, "the series"))
+        names = (xml_safe(name, f"character name {i}") for i, name in enumerate(self.characters, 1))
+        object.__setattr__(self, "characters", tuple(name for name in names if name.strip()))
+        language = xml_safe(self.language, "the language").strip()
+        if not _LANGUAGE_TAG.fullmatch(language):
+            log.warning(
+                "export: the language %r is not a language tag (like en or zh-Hant); und is written", language
+            )
+            language = "und"
+        object.__setattr__(self, "language", language)
 
     @property
     def rtl(self) -> bool:
@@ -106,7 +131,8 @@ def file_stem(title: str, fallback: str = "manga") -> str:
     """A file name from a title the user did not type as one (a screenplay's): characters a file
     name may not hold are dropped, never refused."""
     clean = " ".join(_BAD_NAME.sub(" ", title).replace("..", " ").split()).strip(" .")
-    return clean[:MAX_NAME_CHARS].rstrip(" .") or fallback
+    clean = clean[:MAX_NAME_CHARS].encode("utf-8")[:MAX_NAME_BYTES].decode("utf-8", "ignore")
+    return clean.rstrip(" .") or fallback
 
 
 def check_dpi(dpi: float, what: str = "dpi") -> float:

@@ -43,7 +43,9 @@ class _Image:
 
 
 def _text(value: str) -> str:
-    """A PDF text string: UTF-16BE with its byte-order mark, as hex (any script, nothing to escape)."""
+    """A PDF text string: UTF-16BE with its byte-order mark, as hex (any script, emoji as surrogate
+    pairs, nothing to escape). ``value`` holds no lone surrogate: ``BookInfo`` and ``Section`` made
+    it legal (``xmltext``)."""
     return "<FEFF" + value.encode("utf-16-be").hex().upper() + ">"
 
 

@@ -1,13 +1,21 @@
-"""What several unit tests share: every path into a JSON value, the smallest gold chapter, and a
-three-paragraph chapter with its cast and a grounded script reply for it."""
+"""What several unit tests share: every path into a JSON value, the smallest gold chapter, a
+three-paragraph chapter with its cast and a grounded script reply for it, and the tools that open
+an export (epubcheck, qpdf, pdfinfo, pdfimages)."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mangaka.screenplay import Character
+
+EPUBCHECK = Path("/usr/share/java/epubcheck.jar")
 
 
 def json_paths(value: Any, path: tuple = ()) -> list[tuple]:
@@ -83,3 +91,25 @@ CAST = [
     Character(id="mei", name="Mei", appearance="girl"),
     Character(id="akira", name="Akira", appearance="boy"),
 ]
+
+
+def need(tool: str) -> list[str]:
+    """The command line of a checking tool, or a skip (a failure where CI requires the tools)."""
+    if tool == "epubcheck":
+        found = EPUBCHECK.is_file() and shutil.which("java")
+        command = ["java", "-jar", str(EPUBCHECK)]
+    else:
+        found = shutil.which(tool)
+        command = [tool]
+    if not found:
+        message = f"{tool} is not installed (apt-get install epubcheck qpdf poppler-utils)"
+        if os.environ.get("MANGAKA_REQUIRE_EXPORT_TOOLS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return command
+
+
+def run(*args: str) -> str:
+    done = subprocess.run(list(args), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -30,32 +29,10 @@ from mangaka.export import (
 )
 from mangaka.export.strip import MAX_RATIO, cut_points, flat_rows, slice_strip
 from mangaka.screenplay.example import example_screenplay
+from tests.unit.support import need, run
 
 ROOT = Path(__file__).resolve().parents[2]
-EPUBCHECK = Path("/usr/share/java/epubcheck.jar")
 A4 = (2480, 3508)
-
-
-def need(tool: str) -> list[str]:
-    """The command line of a checking tool, or a skip (a failure where CI requires the tools)."""
-    if tool == "epubcheck":
-        found = EPUBCHECK.is_file() and shutil.which("java")
-        command = ["java", "-jar", str(EPUBCHECK)]
-    else:
-        found = shutil.which(tool)
-        command = [tool]
-    if not found:
-        message = f"{tool} is not installed (apt-get install epubcheck qpdf poppler-utils)"
-        if os.environ.get("MANGAKA_REQUIRE_EXPORT_TOOLS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return command
-
-
-def run(*args: str) -> str:
-    done = subprocess.run(list(args), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return done.stdout
 
 
 def drawn_page(n: int, size: tuple[int, int] = A4, dpi: float = 300) -> Page:

@@ -190,7 +190,7 @@ def _voices(bible: str | None, bible_file: str | None) -> dict[str, str]:
 def _parse(text: str) -> object:
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InputError(
             f"{NODE}: timeline is not JSON ({exc}); connect this node's timeline output"
         ) from None

@@ -90,7 +90,7 @@ def _read_timeline(path: Path) -> Any:
     text = read_text(path, "--timeline file", limit=MAX_TIMELINE_BYTES)
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InputError(
             f"--timeline {path} is not JSON ({exc}); give a timeline this command wrote"
         ) from None

@@ -300,6 +300,17 @@ def timeline_from_json(data: Any, source: str = "timeline") -> Timeline:
     if not isinstance(data, dict):
         raise InputError(f"{source} must be a JSON object with 'shots'; got {type(data).__name__}")
     try:
+        broken = _surrogate_at(data)
+    except RecursionError:
+        raise InputError(
+            f"{source} is nested too deeply to be a timeline; give one this pack wrote"
+        ) from None
+    if broken:
+        raise InputError(
+            f"{source}: {broken} holds a lone surrogate (a character cut in half, \\ud800–\\udfff), "
+            "which no file can store; retype that text"
+        )
+    try:
         timeline = Timeline.model_validate(data)
     except ValidationError as e:
         listed = "\n".join(f"- {json_path(err['loc'])}: {err['msg']}" for err in e.errors()[:30])
@@ -318,6 +329,18 @@ def timeline_schema_text() -> str:
 def write_timeline_schema(folder: str | Path = SCHEMAS_DIR) -> Path:
     """Write ``timeline.schema.json`` into ``folder`` (the pack's ``schemas/``); returns the file."""
     return write_contract_schema(timeline_schema_text(), TIMELINE_SCHEMA_FILE, folder)
+
+
+def _surrogate_at(value: Any, path: str = "") -> str:
+    """The JSON path of the first text in ``value`` holding a lone surrogate ('' if none)."""
+    if isinstance(value, str):
+        return path or "a text" if any("\ud800" <= ch <= "\udfff" for ch in value) else ""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _surrogate_at(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}".lstrip("."))
+        if found:
+            return found
+    return ""
 
 
 def check_pictures(timeline: Timeline, count: int, what: str = "panel images") -> None:

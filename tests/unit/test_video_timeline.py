@@ -168,3 +168,15 @@ def test_the_timeline_schema_is_current_and_a_built_timeline_meets_it(tmp_path):
     validator = Draft202012Validator(json.loads(timeline_schema_text()))
     for name in ("golden_screenplay.json", "golden_screenplay.zh.json"):
         assert list(validator.iter_errors(build_timeline(_sp(name)).to_json())) == []
+
+
+def test_a_timeline_with_a_lone_surrogate_or_nested_too_deeply_is_refused_naming_where():
+    data = build_timeline(_sp()).to_json()
+    data["shots"][0]["cues"][0]["text"] = "half \ud83d a face"
+    with pytest.raises(InputError, match=r"shots\[0\]\.cues\[0\]\.text holds a lone surrogate"):
+        timeline_from_json(data)
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(InputError, match="nested too deeply"):
+        timeline_from_json({"shots": deep})

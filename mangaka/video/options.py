@@ -100,6 +100,12 @@ TIMING_FIELDS = (
 RENDER_FIELDS = ("size", "fps", "subtitles", "music_volume")
 
 
+def _check(values: object, fields: tuple[str, ...]) -> None:
+    """Each of ``fields`` of ``values`` checked by its declaration (``InputError`` about the field)."""
+    for name in fields:
+        VIDEO_OPTIONS[name].check(getattr(values, name))
+
+
 @dataclass(frozen=True)
 class TimingOptions:
     """How a screenplay becomes a timeline (``timeline.build_timeline``); the declared defaults."""
@@ -117,8 +123,7 @@ class TimingOptions:
     seed: int = VIDEO_OPTIONS["seed"].default
 
     def __post_init__(self) -> None:
-        for name in TIMING_FIELDS:
-            VIDEO_OPTIONS[name].check(getattr(self, name))
+        _check(self, TIMING_FIELDS)
         if self.min_shot > self.max_shot:
             raise InputError.about(
                 "min_shot", f"({self.min_shot:g} s) is longer than max_shot ({self.max_shot:g} s); lower it"
@@ -135,8 +140,7 @@ class RenderOptions:
     music_volume: float = VIDEO_OPTIONS["music_volume"].default
 
     def __post_init__(self) -> None:
-        for name in RENDER_FIELDS:
-            VIDEO_OPTIONS[name].check(getattr(self, name))
+        _check(self, RENDER_FIELDS)
 
     @property
     def frame_size(self) -> tuple[int, int]:

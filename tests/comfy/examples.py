@@ -179,35 +179,38 @@ def _save_manga(node_id: int, col: int) -> dict[str, Any]:
     return {"id": node_id, "type": "MangakaSaveManga", "col": col, "widgets": widgets}
 
 
+def _drawn_panels(width: int, height: int) -> tuple[list[dict[str, Any]], list[tuple]]:
+    """Nodes 1–9 and their links: Load LLM → Screenwriter → SD Prompts → Load Checkpoint, CLIP Text
+    Encode ×2, Empty Latent Image (``width`` × ``height``), KSampler → VAE Decode (node 9's IMAGE:
+    one picture per panel)."""
+    nodes = [
+        _llm(1, 0),
+        _writer(2, 1),
+        {"id": 3, "type": "MangakaScreenplayToPrompts", "col": 2,
+         "widgets": {"style": "manga_bw", "mode": "tags"}},
+        {"id": 4, "type": "CheckpointLoaderSimple", "col": 2, "widgets": {"ckpt_name": CHECKPOINT}},
+        {"id": 5, "type": "CLIPTextEncode", "col": 3, "title": "Panel prompt"},
+        {"id": 6, "type": "CLIPTextEncode", "col": 3, "title": "Negative prompt"},
+        {"id": 7, "type": "EmptyLatentImage", "col": 3,
+         "widgets": {"width": width, "height": height, "batch_size": 1}},
+        _sampler(8, 4),
+        {"id": 9, "type": "VAEDecode", "col": 4},
+    ]  # fmt: skip
+    links = [
+        (1, "llm", 2, "llm"), (2, "screenplay", 3, "screenplay"), (4, "CLIP", 5, "clip"),
+        (4, "CLIP", 6, "clip"), (3, "positive", 5, "text"), (3, "negative", 6, "text"),
+        (4, "MODEL", 8, "model"), (5, "CONDITIONING", 8, "positive"), (6, "CONDITIONING", 8, "negative"),
+        (7, "LATENT", 8, "latent_image"), (8, "LATENT", 9, "samples"), (4, "VAE", 9, "vae"),
+    ]  # fmt: skip
+    return nodes, links
+
+
 def manga_page() -> dict[str, Any]:
     return {
         "nodes": [
             _note(20, 0, MODELS_NOTE),
             _note(21, 0, MANGA_NOTE),
-            _llm(1, 0),
-            _writer(2, 1),
-            {
-                "id": 3,
-                "type": "MangakaScreenplayToPrompts",
-                "col": 2,
-                "widgets": {"style": "manga_bw", "mode": "tags"},
-            },
-            {
-                "id": 4,
-                "type": "CheckpointLoaderSimple",
-                "col": 2,
-                "widgets": {"ckpt_name": CHECKPOINT},
-            },
-            {"id": 5, "type": "CLIPTextEncode", "col": 3, "title": "Panel prompt"},
-            {"id": 6, "type": "CLIPTextEncode", "col": 3, "title": "Negative prompt"},
-            {
-                "id": 7,
-                "type": "EmptyLatentImage",
-                "col": 3,
-                "widgets": {"width": 832, "height": 1216, "batch_size": 1},
-            },
-            _sampler(8, 4),
-            {"id": 9, "type": "VAEDecode", "col": 4},
+            *_drawn_panels(832, 1216)[0],
             _compose(10, 5),
             {
                 "id": 11,
@@ -219,18 +222,7 @@ def manga_page() -> dict[str, Any]:
             _save_manga(12, 5),
         ],
         "links": [
-            (1, "llm", 2, "llm"),
-            (2, "screenplay", 3, "screenplay"),
-            (4, "CLIP", 5, "clip"),
-            (4, "CLIP", 6, "clip"),
-            (3, "positive", 5, "text"),
-            (3, "negative", 6, "text"),
-            (4, "MODEL", 8, "model"),
-            (5, "CONDITIONING", 8, "positive"),
-            (6, "CONDITIONING", 8, "negative"),
-            (7, "LATENT", 8, "latent_image"),
-            (8, "LATENT", 9, "samples"),
-            (4, "VAE", 9, "vae"),
+            *_drawn_panels(0, 0)[1],
             (9, "IMAGE", 10, "images"),
             (3, "screenplay", 10, "screenplay"),
             (3, "panel_ids", 10, "panel_ids"),
@@ -337,25 +329,7 @@ def motion_comic() -> dict[str, Any]:
         "nodes": [
             _note(40, 0, MODELS_NOTE),
             _note(41, 0, MOTION_NOTE, size=[400, 300]),
-            _llm(1, 0),
-            _writer(2, 1),
-            {
-                "id": 3,
-                "type": "MangakaScreenplayToPrompts",
-                "col": 2,
-                "widgets": {"style": "manga_bw", "mode": "tags"},
-            },
-            {"id": 4, "type": "CheckpointLoaderSimple", "col": 2, "widgets": {"ckpt_name": CHECKPOINT}},
-            {"id": 5, "type": "CLIPTextEncode", "col": 3, "title": "Panel prompt"},
-            {"id": 6, "type": "CLIPTextEncode", "col": 3, "title": "Negative prompt"},
-            {
-                "id": 7,
-                "type": "EmptyLatentImage",
-                "col": 3,
-                "widgets": {"width": 768, "height": 1344, "batch_size": 1},
-            },
-            _sampler(8, 4),
-            {"id": 9, "type": "VAEDecode", "col": 4},
+            *_drawn_panels(768, 1344)[0],
             {"id": 10, "type": "MangakaVoiceScript", "col": 4},
             {"id": 11, "type": "MangakaMotionComic", "col": 5, "widgets": video},
             {
@@ -367,18 +341,7 @@ def motion_comic() -> dict[str, Any]:
             },
         ],
         "links": [
-            (1, "llm", 2, "llm"),
-            (2, "screenplay", 3, "screenplay"),
-            (4, "CLIP", 5, "clip"),
-            (4, "CLIP", 6, "clip"),
-            (3, "positive", 5, "text"),
-            (3, "negative", 6, "text"),
-            (4, "MODEL", 8, "model"),
-            (5, "CONDITIONING", 8, "positive"),
-            (6, "CONDITIONING", 8, "negative"),
-            (7, "LATENT", 8, "latent_image"),
-            (8, "LATENT", 9, "samples"),
-            (4, "VAE", 9, "vae"),
+            *_drawn_panels(0, 0)[1],
             (3, "screenplay", 10, "screenplay"),
             (9, "IMAGE", 11, "images"),
             (3, "screenplay", 11, "screenplay"),

@@ -97,13 +97,8 @@ class Tone:
         return ({"waveform": _tone(tone_seconds(text)).reshape(1, 1, -1), "sample_rate": TONE_RATE},)
 
 
-class ToneBatch:
+class ToneBatch(Tone):
     """``count`` one-second tones as one AUDIO batch [count, 1, N] (a fake TTS's batch output)."""
-
-    CATEGORY = "testing"
-    RETURN_TYPES = ("AUDIO",)
-    RETURN_NAMES = ("audio",)
-    FUNCTION = "speak"
 
     @classmethod
     def INPUT_TYPES(cls):

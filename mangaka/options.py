@@ -1,5 +1,5 @@
 """User-facing options, each declared once: its engine field, command-line flag, node widget, default,
-range or choices, and its help in English and Chinese.
+range or choices, and its help in English, Chinese, Japanese and Korean.
 
 Six sets are declared with ``Option`` (``surfaces.py`` lists them): the Screenwriter's
 (``screenplay/options.py``), Load LLM's load and run options (``llm/options.py``), Compose Page's
@@ -7,10 +7,11 @@ Six sets are declared with ``Option`` (``surfaces.py`` lists them): the Screenwr
 (``video/options.py``).
 From each declaration come the command-line flags (``add_flags``), the node widgets
 (``nodes/_comfy.py:widget``), the engine's range checks (``Option.check``), the option tables in
-``docs/cli.md`` (``option_table``) and the Chinese widget names and tooltips in
-``locales/zh/nodeDefs.json`` (from ``name_zh`` and ``help_zh``). ``tests/unit/test_options.py``
-and ``tests/comfy/test_locales.py`` fail when a flag, a widget, a doc table or a locale entry
-disagrees with its declaration.
+``docs/cli.md`` (``option_table``) and the widget names and tooltips in
+``locales/<lang>/nodeDefs.json`` for each language of ``UI_LANGUAGES`` (from ``name_zh`` and ``help_zh``,
+``name_ja`` and ``help_ja``, ``name_ko`` and ``help_ko``). ``tests/unit/test_options.py`` and
+``tests/comfy/test_locales.py`` fail when a flag, a widget, a doc table or a locale entry disagrees
+with its declaration, or when a declaration lacks a language's name or help.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import Any
 from .errors import InputError
 
 UNSET = "unset by default"  # what a flag's help says of a default of None (a command may say more)
+# The languages of ComfyUI's interface, besides English, that each declaration names its widget and
+# says its help in (``locales/<lang>/nodeDefs.json``, ``web/docs/<Node>/<lang>.md``), each by its name.
+UI_LANGUAGES = {"zh": "中文", "ja": "日本語", "ko": "한국어"}
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,8 @@ class Option:
     ``choices``: the values a text option takes (``strict``: the command line refuses others itself;
     otherwise the engine refuses them, listing the choices); ``labels``: the node's words for the
     choices, in their order. ``flag``/``widget``: its name on the command line and on its node (None:
-    not there). ``name_zh``: the widget's name in the Chinese interface. ``step``: the widget's
+    not there). ``name_zh``/``help_zh``: the widget's name and tooltip in the Chinese interface
+    (``name_ja``/``help_ja`` Japanese, ``name_ko``/``help_ko`` Korean). ``step``: the widget's
     step. ``compare``: an ``eval --compare`` key (the Screenwriter's and Load LLM's options).
     ``max_chars``: a text's longest (a text with a default is never empty); ``fix``: what a refusal of a
     choice or a text adds, how to choose; ``objects``: types taken as they are besides the
@@ -54,6 +59,10 @@ class Option:
     flag: str | None = None
     widget: str | None = None
     name_zh: str = ""
+    name_ja: str = ""
+    help_ja: str = ""
+    name_ko: str = ""
+    help_ko: str = ""
     metavar: str | None = None
     step: float | None = None
     compare: bool = False
@@ -71,6 +80,14 @@ class Option:
         if self.low is not None:
             return "int"
         return "choice" if self.choices else "text"
+
+    def name_in(self, lang: str) -> str:
+        """The widget's name in the interface language ``lang`` (one of ``UI_LANGUAGES``)."""
+        return getattr(self, f"name_{lang}")
+
+    def help_in(self, lang: str) -> str:
+        """The help (the widget's tooltip) in the interface language ``lang``."""
+        return getattr(self, f"help_{lang}")
 
     @property
     def widget_choices(self) -> dict[str, str]:

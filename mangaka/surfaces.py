@@ -4,9 +4,9 @@ The options are declared once, in six sets (``mangaka/options.py`` says how). Th
 once, where each set appears: on which commands (every option of the set with a flag, or the
 fields named, with the command's own defaults) and on which nodes (their widgets). The command
 line builds its flags from it (``mangaka/cli/``), the docs generator its tables' "where" lines
-(``mangaka/devtools/docs.py``), the locale generator the Chinese names and tooltips of every node
-that shows a widget (``mangaka/devtools/locales.py``), and the tests check each flag and widget
-against it. A new command or node that shows declared options gets one entry here.
+(``mangaka/devtools/docs.py``), the locale generator the Chinese, Japanese and Korean names and
+tooltips of every node that shows a widget (``mangaka/devtools/locales.py``), and the tests
+check each flag and widget against it. A new command or node that shows declared options gets one entry here.
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
-"""The nodes' words in ComfyUI's own interface: English and Chinese locales and help pages.
+"""The nodes' words in ComfyUI's own interface: English, Chinese, Japanese and Korean locales and
+help pages.
 
     .venv/bin/python -m mangaka.devtools.locales   # rewrite the help pages (and docs/nodes.md) from the
-                                                   # nodes, and the declared options' Chinese names and
-                                                   # tooltips in locales/zh/nodeDefs.json
+                                                   # nodes, and the declared options' names and tooltips
+                                                   # in locales/{zh,ja,ko}/nodeDefs.json
 
 ComfyUI serves a custom node pack's ``locales/<lang>/nodeDefs.json`` at ``/i18n`` (the front end
 shows node titles, input and output names and tooltips in the user's language) and its help pages
 from the web directory: ``web/docs/<NodeId>.md``, and ``web/docs/<NodeId>/<lang>.md`` for another
 language. The help pages are generated from the nodes' own schemas (``/object_info`` of a real
-server) and, in Chinese, from ``locales/zh/nodeDefs.json``, which is written by hand:
-``tests/comfy/test_locales.py`` fails when it misses a node, an input, an output or a tooltip the
-English has, or keeps one the nodes no longer have, or when a generated file is not current.
+server) and, in each language of ``UI_LANGUAGES``, from ``locales/<lang>/nodeDefs.json``: the
+declared widgets' names and tooltips written from their declarations (``with_declarations``), the
+rest (node names, descriptions, the other inputs, the outputs) by hand. ``tests/comfy/test_locales.py``
+fails when a locale misses a node, an input, an output or a tooltip the English has, or keeps one
+the nodes no longer have, or when a generated file is not current.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..options import UI_LANGUAGES
 from ..surfaces import NODES, OPTION_SETS
 from . import docs
 from .comfy_server import PACK_FOLDER, ComfyServer, find_install
@@ -33,14 +37,28 @@ FILE_CHOICES = {"model", "lora", "bible_file", "checkpoint"}
 HEADINGS = {
     "en": {"inputs": "Inputs", "outputs": "Outputs", "optional": "optional", "choices": "choices"},
     "zh": {"inputs": "输入", "outputs": "输出", "optional": "可选", "choices": "可选值"},
+    "ja": {"inputs": "入力", "outputs": "出力", "optional": "任意", "choices": "選択肢"},
+    "ko": {"inputs": "입력", "outputs": "출력", "optional": "선택", "choices": "선택지"},
 }
 
 
-def with_declarations(zh: dict[str, Any], en: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The Chinese locale with each declared widget's name and tooltip from its declaration, on
-    every node that shows it (the rest as written by hand); ``en`` (``english``: the nodes as the
-    server has them) adds the entry of a declared widget a node has and the locale lacks."""
-    out = json.loads(json.dumps(zh))
+def locale_path(lang: str) -> Path:
+    """Where the ``lang`` locale is: ``locales/<lang>/nodeDefs.json``."""
+    return LOCALES / lang / "nodeDefs.json"
+
+
+def read_locale(lang: str) -> dict[str, Any]:
+    """The ``lang`` locale as it is written."""
+    return json.loads(locale_path(lang).read_text(encoding="utf-8"))
+
+
+def with_declarations(
+    locale: dict[str, Any], en: dict[str, Any] | None = None, lang: str = "zh"
+) -> dict[str, Any]:
+    """The ``lang`` locale with each declared widget's name and tooltip in ``lang`` from its
+    declaration, on every node that shows it (the rest as written by hand); ``en`` (``english``: the
+    nodes as the server has them) adds the entry of a declared widget a node has and the locale lacks."""
+    out = json.loads(json.dumps(locale))
     for key, nodes in NODES.items():  # the nodes that show each declared set (mangaka/surfaces.py)
         by_widget = {o.widget: o for o in OPTION_SETS[key].options.values() if o.widget}
         for node in nodes:
@@ -49,8 +67,8 @@ def with_declarations(zh: dict[str, Any], en: dict[str, Any] | None = None) -> d
                     out[node]["inputs"].setdefault(widget, {})
             for widget, entry in out[node]["inputs"].items():
                 if widget in by_widget:
-                    entry["name"] = by_widget[widget].name_zh
-                    entry["tooltip"] = by_widget[widget].help_zh
+                    entry["name"] = by_widget[widget].name_in(lang)
+                    entry["tooltip"] = by_widget[widget].help_in(lang)
     return out
 
 
@@ -106,12 +124,12 @@ def english(object_info: dict[str, Any]) -> dict[str, Any]:
     return defs
 
 
-def missing_translations(en: dict[str, Any], zh: dict[str, Any]) -> list[str]:
-    """What the Chinese locale lacks (or keeps that the nodes no longer have), one line each."""
-    problems = [f"{n}: not translated" for n in en if n not in zh]
-    problems += [f"{n}: no such node" for n in zh if n not in en]
+def missing_translations(en: dict[str, Any], locale: dict[str, Any]) -> list[str]:
+    """What a locale lacks (or keeps that the nodes no longer have), one line each."""
+    problems = [f"{n}: not translated" for n in en if n not in locale]
+    problems += [f"{n}: no such node" for n in locale if n not in en]
     for node_id, entry in en.items():
-        other = zh.get(node_id)
+        other = locale.get(node_id)
         if other is None:
             continue
         for key in ("display_name", "description"):
@@ -151,15 +169,17 @@ def help_page(node: dict[str, Any], words: dict[str, Any], lang: str) -> str:
 
 
 def generated(object_info: dict[str, Any]) -> dict[Path, str]:
-    """Every generated file and its text: the help pages, English and (where the locale covers the
-    node) Chinese."""
+    """Every generated file and its text: the help pages, English and (where a locale covers the
+    node) in each language of ``UI_LANGUAGES``."""
     en = english(object_info)
-    zh = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+    locales = {lang: read_locale(lang) for lang in UI_LANGUAGES}
     files: dict[Path, str] = {}
     for node_id, node in ours(object_info).items():
         files[DOCS / f"{node_id}.md"] = help_page(node, en[node_id], "en")
-        if node_id in zh and not missing_translations({node_id: en[node_id]}, {node_id: zh[node_id]}):
-            files[DOCS / node_id / "zh.md"] = help_page(node, zh[node_id], "zh")
+        for lang, words in locales.items():
+            mine = words.get(node_id)
+            if mine and not missing_translations({node_id: en[node_id]}, {node_id: mine}):
+                files[DOCS / node_id / f"{lang}.md"] = help_page(node, mine, lang)
     return files
 
 
@@ -170,16 +190,20 @@ def main() -> int:
             info = server.get_json("/object_info")
         finally:
             server.stop()
-    locale = LOCALES / "zh" / "nodeDefs.json"
-    zh = with_declarations(json.loads(locale.read_text(encoding="utf-8")), english(info))
-    locale.write_text(json.dumps(zh, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    for path, text in generated(info).items():  # the Chinese pages read the locale just written
+    en = english(info)
+    written = {}
+    for lang in UI_LANGUAGES:
+        written[lang] = with_declarations(read_locale(lang), en, lang)
+        text = json.dumps(written[lang], ensure_ascii=False, indent=2) + "\n"
+        locale_path(lang).write_text(text, encoding="utf-8")
+    for path, text in generated(info).items():  # the translated pages read the locales just written
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     for path, text in docs.pages().items():  # docs/nodes.md is made from the help pages just written
         path.write_text(text, encoding="utf-8")
-    for problem in missing_translations(english(info), zh):
-        sys.stderr.write(f"locales/zh: {problem}\n")
+    for lang, words in written.items():
+        for problem in missing_translations(en, words):
+            sys.stderr.write(f"locales/{lang}: {problem}\n")
     return 0
 
 

@@ -1,25 +1,32 @@
-"""Chinese in ComfyUI's own interface, and a help page for every node (mangaka/devtools/locales.py): the
-locale covers every node, input and output the nodes have, the generated help pages are current,
-the server serves both, and the real page, switched to Chinese, shows the Screenwriter's Chinese
-title and its Chinese help page."""
+"""Chinese, Japanese and Korean in ComfyUI's own interface, and a help page for every node
+(mangaka/devtools/locales.py): each locale covers every node, input and output the nodes have, the
+generated help pages are current, the server serves them, and the real page, switched to each
+language, shows the Screenwriter's translated title and its translated help page."""
 
 from __future__ import annotations
 
-import json
 import urllib.request
 
 import pytest
 
-from mangaka.devtools.locales import LOCALES, english, generated, missing_translations
+from mangaka.devtools.locales import english, generated, missing_translations, read_locale
+from mangaka.options import UI_LANGUAGES
 from mangaka.surfaces import NODES, OPTION_SETS
 from tests.comfy.browser import ComfyPage, require_browser
 from tests.comfy.harness import PACK_FOLDER
 
-ZH = json.loads((LOCALES / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+# Each language's words the tests look for: the Screenwriter's title, its chapter input, the
+# help page's inputs heading.
+SCREENWRITER = {
+    "zh": ("编剧", "章节", "输入"),
+    "ja": ("脚本家", "章", "入力"),
+    "ko": ("각본가", "챕터", "입력"),
+}
 
 
-def test_the_chinese_locale_covers_every_node_input_and_output(server):
-    assert missing_translations(english(server.object_info()), ZH) == []
+@pytest.mark.parametrize("lang", list(UI_LANGUAGES))
+def test_each_locale_covers_every_node_input_and_output(server, lang):
+    assert missing_translations(english(server.object_info()), read_locale(lang)) == []
 
 
 @pytest.mark.parametrize("target", sorted(NODES))
@@ -50,44 +57,49 @@ def test_the_widgets_are_their_declarations(server, target):
 
 def test_the_help_pages_are_current(server):
     """Regenerate with ``.venv/bin/python -m mangaka.devtools.locales`` when a node changes."""
-    files = generated(server.object_info())
-    assert len(files) == 2 * len(ZH)  # English and Chinese for every node
+    info = server.object_info()
+    files = generated(info)
+    nodes = english(info)
+    # English and each translation for every node
+    assert len(files) == (1 + len(UI_LANGUAGES)) * len(nodes)
     stale = [str(p) for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     assert stale == [], "run .venv/bin/python -m mangaka.devtools.locales"
 
 
-def test_the_server_serves_the_locale_and_the_help_pages(server):
+def test_the_server_serves_the_locales_and_the_help_pages(server):
     i18n = server.get_json("/i18n")
-    assert i18n["zh"]["nodeDefs"]["MangakaScreenwriter"]["display_name"] == "编剧"
-    for path, first in (
-        ("MangakaScreenwriter/zh.md", "# 编剧"),
-        ("MangakaScreenwriter.md", "# Screenwriter"),
-    ):
+    pages = [("MangakaScreenwriter.md", "# Screenwriter")]
+    for lang, (title, _, _) in SCREENWRITER.items():
+        assert i18n[lang]["nodeDefs"]["MangakaScreenwriter"]["display_name"] == title
+        pages.append((f"MangakaScreenwriter/{lang}.md", f"# {title}"))
+    for path, first in pages:
         url = f"{server.url}/extensions/{PACK_FOLDER}/docs/{path}"
         with urllib.request.urlopen(url, timeout=30) as answer:
             assert answer.read().decode("utf-8").startswith(first + "\n")
 
 
-_CHINESE = """async (pack) => {
+_TRANSLATED = """async ([pack, lang]) => {
   const node = LiteGraph.createNode("MangakaScreenwriter");
   app.graph.add(node);
   node.pos = [80, 160];  // below the workflow tabs, so the title shows in the screenshot
   app.graph.setDirtyCanvas(true, true);
   // Where the front end's node help panel looks for a custom node's page in the user's language.
-  const help = await fetch(`/extensions/${pack}/docs/MangakaScreenwriter/zh.md`);
+  const help = await fetch(`/extensions/${pack}/docs/MangakaScreenwriter/${lang}.md`);
   return {title: node.title, inputs: node.inputs.map(i => i.label || i.localized_name || i.name),
           help: await help.text()};
 }"""
 
 
-def test_the_page_in_chinese_shows_the_screenwriters_chinese_title_and_help(server, artifacts):
+@pytest.mark.parametrize("lang", list(UI_LANGUAGES))
+def test_the_page_in_each_language_shows_the_screenwriters_title_and_help(server, artifacts, lang):
     require_browser()
-    with ComfyPage(server.url, settings={"Comfy.Locale": "zh"}) as page:
+    title, chapter, inputs = SCREENWRITER[lang]
+    with ComfyPage(server.url, settings={"Comfy.Locale": lang}) as page:
         page.page.evaluate("() => app.graph.clear()")
-        shown = page.page.evaluate(_CHINESE, PACK_FOLDER)
+        shown = page.page.evaluate(_TRANSLATED, [PACK_FOLDER, lang])
         page.page.wait_for_timeout(500)
-        shot = page.screenshot(artifacts / "screenwriter_zh.jpg")  # kept after the run
-    assert shown["title"] == "编剧", shown
-    assert "LLM" in shown["inputs"] and "章节" in shown["inputs"], shown["inputs"]
-    assert shown["help"].startswith("# 编剧\n") and "## 输入" in shown["help"]
+        shot = page.screenshot(artifacts / f"screenwriter_{lang}.jpg")  # kept after the run
+    assert shown["title"] == title, shown
+    assert "LLM" in shown["inputs"] and chapter in shown["inputs"], shown["inputs"]
+    assert shown["help"].startswith(f"# {title}\n") and f"## {inputs}" in shown["help"]
     assert shot.stat().st_size > 10_000

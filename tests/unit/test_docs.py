@@ -120,4 +120,5 @@ def test_the_node_reference_has_every_help_page():
     page = docs.nodes_page()
     for help_page in (ROOT / "web" / "docs").glob("*.md"):
         assert f"(../web/docs/{help_page.name})" in page
-        assert f"(../web/docs/{help_page.stem}/zh.md)" in page
+        for lang in ("zh", "ja", "ko"):
+            assert f"(../web/docs/{help_page.stem}/{lang}.md)" in page

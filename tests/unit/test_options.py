@@ -1,13 +1,12 @@
 """Every user-facing option is declared once (``mangaka/options.py``): the Screenwriter's, Load LLM's,
 Compose Page's and the book's. The command line's flags, the engine's defaults and range checks,
-eval's ``--compare`` keys, the docs' tables and the Chinese names and tooltips agree with each declaration
-(the nodes' widgets are compared in the comfy tier, ``tests/comfy/test_locales.py``)."""
+eval's ``--compare`` keys, the docs' tables and the Chinese, Japanese and Korean names and tooltips agree
+with each declaration (the nodes' widgets are compared in the comfy tier, ``tests/comfy/test_locales.py``)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,11 @@ from mangaka.cli import COMMANDS as COMMANDS_ALL
 from mangaka.cli.eval import COMPARE_KEYS
 from mangaka.cli.main import build_parser
 from mangaka.devtools.docs import option_tables
-from mangaka.devtools.locales import with_declarations
+from mangaka.devtools.locales import missing_translations, read_locale, with_declarations
 from mangaka.errors import InputError
 from mangaka.llm.loading import LoadOptions
 from mangaka.llm.options import LOAD_OPTIONS, RUN_OPTIONS, RunOptions
-from mangaka.options import Option, option_table
+from mangaka.options import UI_LANGUAGES, Option, option_table
 from mangaka.page.layout import LayoutOptions
 from mangaka.page.options import AUTOMATIC, LAYOUT_FIELDS, PAGE_OPTIONS, layout_from, lettering_from
 from mangaka.screenplay.options import OPTIONS
@@ -154,41 +153,62 @@ def test_compare_keys_are_the_declared_flags():
                 assert COMPARE_KEYS[o.dest][0] == o.dest
 
 
+@pytest.mark.parametrize("lang", list(UI_LANGUAGES))
 @pytest.mark.parametrize("target", sorted(NODES))
-def test_the_chinese_names_and_tooltips_are_the_declared_ones(target):
-    """The locale's names and tooltips of declared widgets are written from the declarations
-    (``mangaka/devtools/locales.py``); each declared widget is on one of the nodes said to show it."""
-    zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
-    assert with_declarations(zh) == zh, "run .venv/bin/python -m mangaka.devtools.locales"
+def test_the_translated_names_and_tooltips_are_the_declared_ones(target, lang):
+    """Each language's locale has the names and tooltips of declared widgets written from the
+    declarations (``mangaka/devtools/locales.py``); each declared widget is on one of the nodes said
+    to show it; each declaration has its help, and a widget its name, in every language."""
     options = OPTION_SETS[target].options
-    shown = {w for node in NODES[target] for w in zh[node]["inputs"]}
+    assert [o.field for o in options.values() if not (o.help and o.help_in(lang))] == [], "no help"
+    assert [o.field for o in options.values() if o.widget and not o.name_in(lang)] == [], "no name"
+    locale = read_locale(lang)
+    assert with_declarations(locale, lang=lang) == locale, "run .venv/bin/python -m mangaka.devtools.locales"
+    shown = {w for node in NODES[target] for w in locale[node]["inputs"]}
     assert {o.widget for o in options.values() if o.widget} <= shown
-    assert all(o.help_zh and o.help for o in options.values())
-    assert all(o.name_zh for o in options.values() if o.widget)
+
+
+@pytest.mark.parametrize("lang", [lang for lang in UI_LANGUAGES if lang != "zh"])
+def test_each_locale_translates_all_the_chinese_one_does(lang):
+    """Without a server: every node, name, description, input, output and tooltip of the Chinese
+    locale is in the others too (the comfy tier checks each against the nodes themselves)."""
+    assert missing_translations(read_locale("zh"), read_locale(lang)) == []
+
+
+def test_a_declaration_without_a_language_fails_the_check(monkeypatch):
+    lacking = dataclasses.replace(PAGE_OPTIONS["bleed"], name_ko="")
+    monkeypatch.setitem(PAGE_OPTIONS, "bleed", lacking)
+    with pytest.raises(AssertionError, match="no name"):
+        test_the_translated_names_and_tooltips_are_the_declared_ones("page", "ko")
 
 
 def test_a_changed_chinese_name_or_help_is_written_into_the_locale(monkeypatch):
-    zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+    zh = read_locale("zh")
     changed = dataclasses.replace(LOAD_OPTIONS["n_threads"], name_zh="线程个数", help_zh="线程")
     monkeypatch.setitem(LOAD_OPTIONS, "n_threads", changed)
     entry = with_declarations(zh)["MangakaLoadLLM"]["inputs"]["threads"]
     assert entry == {"name": "线程个数", "tooltip": "线程"}
 
 
-def test_a_new_declared_widget_gets_its_chinese_entry_on_the_node_that_shows_it(monkeypatch):
-    """The diff ARCHITECTURE.md shows for a new option: the declaration alone gives the locale its
-    Chinese name and tooltip, once the node shows the widget (the Screenwriter shows every declared
-    widget it does not place itself, last)."""
-    zh = json.loads((ROOT / "locales" / "zh" / "nodeDefs.json").read_text(encoding="utf-8"))
+def test_a_new_declared_widget_gets_its_translations_on_the_node_that_shows_it(monkeypatch):
+    """The diff ARCHITECTURE.md shows for a new option: the declaration alone gives each locale its
+    name and tooltip (Chinese, Japanese, Korean), once the node shows the widget (the Screenwriter
+    shows every declared widget it does not place itself, last)."""
+    zh = read_locale("zh")
     new = Option(
         "max_scenes", 0, "At most this many scenes (0: no limit)", "最多场景数（0：不限）",
         low=0, high=100, flag="--max-scenes", widget="max_scenes", name_zh="最多场景数", compare=True,
+        name_ja="最大シーン数", help_ja="最大シーン数（0：制限なし）",
+        name_ko="최대 장면 수", help_ko="최대 장면 수(0: 제한 없음)",
     )  # fmt: skip
     monkeypatch.setitem(OPTIONS, "max_scenes", new)
     en = {"MangakaScreenwriter": {"inputs": {"max_scenes": {"name": "max_scenes"}}}}
     entry = with_declarations(zh, en)["MangakaScreenwriter"]["inputs"]["max_scenes"]
     assert entry == {"name": "最多场景数", "tooltip": "最多场景数（0：不限）"}
     assert "max_scenes" not in with_declarations(zh, en)["MangakaSeriesCast"]["inputs"]
+    for lang in ("ja", "ko"):
+        entry = with_declarations(read_locale(lang), en, lang)["MangakaScreenwriter"]["inputs"]["max_scenes"]
+        assert entry == {"name": new.name_in(lang), "tooltip": new.help_in(lang)}
     assert actions("write")["--max-scenes"].default == 0
 
 

@@ -93,6 +93,22 @@ fi
 comfy_step=${#bg_names[@]}
 background "setup: ComfyUI and its venv (tests/comfy_env.py)" "${PYTHON:-python3}" tests/comfy_env.py
 export MANGAKA_LORA_PYTHON="$root/.venv-lora/bin/python"
+# comfy-cli, for the registry's own check of the pack (`comfy node validate`: pyproject.toml's
+# [tool.comfy], no exec or eval): its own venv in the cache, by version (tests/unit/test_registry.py).
+comfy_cli_version=1.23.0
+comfy_cli_dir="$cache/comfy-cli-$comfy_cli_version"
+comfy_cli_venv() {
+  rm -rf "$comfy_cli_dir" &&
+    "${PYTHON:-python3}" -m venv "$comfy_cli_dir" &&
+    "$comfy_cli_dir/bin/python" -m pip install --quiet "comfy-cli==$comfy_cli_version" &&
+    touch "$comfy_cli_dir/.complete"
+}
+comfy_cli_step=
+if [ ! -f "$comfy_cli_dir/.complete" ]; then
+  comfy_cli_step=${#bg_names[@]}
+  background "setup: comfy-cli $comfy_cli_version (the registry's validate)" comfy_cli_venv
+fi
+export MANGAKA_COMFY_CLI="$comfy_cli_dir/bin/comfy"
 phase "setup: .venv and the llama-cpp-python wheel (native/setup.sh --dev)"
 bash native/setup.sh --dev
 # llama.cpp's own llama-server for the remote-LLM tests: built once from the vendored source,
@@ -145,6 +161,7 @@ if [ ${#apt_wanted[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
 fi
 phase "setup: waiting for ComfyUI's venv and the LoRA Python"
 [ -z "$lora_step" ] || await "$lora_step"
+[ -z "$comfy_cli_step" ] || await "$comfy_cli_step"
 await "$comfy_step"
 export MANGAKA_REQUIRE_COMFY=1
 phase "lint (ruff)"

@@ -3,12 +3,12 @@ adding a command is one module plus one registry entry, as ARCHITECTURE.md shows
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
 import sys
 import tarfile
-import types
 from io import BytesIO
 from pathlib import Path
 
@@ -33,10 +33,13 @@ def architecture_diff() -> tuple[str, str]:
     return name, module
 
 
-def test_a_new_command_is_one_module_and_one_registry_entry(monkeypatch, caplog):
+def test_a_new_command_is_one_module_and_one_registry_entry(monkeypatch, caplog, tmp_path):
     name, text = architecture_diff()
-    module = types.ModuleType(f"mangaka.cli.{name}")
-    exec(compile(text, f"mangaka/cli/{name}.py", "exec"), module.__dict__)
+    path = tmp_path / f"{name}.py"  # the new module as a file, imported as mangaka.cli.<name>
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"mangaka.cli.{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     monkeypatch.setitem(sys.modules, f"mangaka.cli.{name}", module)
     monkeypatch.setattr(cli_main, "COMMANDS", (*cli.COMMANDS, name))
     assert name in cli_main.build_parser().format_help()

@@ -8,11 +8,12 @@ import logging
 import sys
 from pathlib import Path
 
+from ..errors import InputError
 from ..fileio import write_atomic
 from ..screenplay.request import ScreenplayRequest, read_chapter
 from ..source import source_map
 from ..source.reading import reading_json, reading_text
-from .args import add_declared_flags
+from .args import REQUEST_FLAGS, add_declared_flags
 
 log = logging.getLogger("mangaka")
 
@@ -33,7 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """What the pack reads in a chapter, before any model: printed, or the reading file (--json)."""
     chapter = read_chapter(args.chapter)
-    request = ScreenplayRequest(language=args.language).for_chapter(chapter)
+    try:
+        request = ScreenplayRequest(language=args.language).for_chapter(chapter)
+    except InputError as exc:
+        raise exc.renamed(REQUEST_FLAGS) from None  # --language, as typed
     m = source_map(chapter, request.language)
     text = (
         json.dumps(reading_json(m), ensure_ascii=False, indent=2) + "\n"

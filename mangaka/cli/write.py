@@ -25,6 +25,7 @@ from ..screenplay.scenes import auto_panels
 from ..source import source_map
 from ..source.reading import Corrections, load_corrections, reading_summary
 from .args import (
+    REQUEST_FLAGS,
     add_model_args,
     add_reading_arg,
     check_model_args,
@@ -102,7 +103,10 @@ def prepare_write(
     load_options_from_args(args)
     run_options_from_args(args)
     chapter = read_chapter(chapter_path)
-    request = request.for_chapter(chapter)  # its language: read from the text, or checked against it
+    try:
+        request = request.for_chapter(chapter)  # its language: read from the text, or checked against it
+    except InputError as exc:
+        raise exc.renamed(REQUEST_FLAGS) from None  # --language, as typed
     reading = None
     if getattr(args, "reading", None) is not None:  # refused before any model loads
         reading = load_corrections(args.reading, source_map(chapter, request.language))

@@ -459,3 +459,14 @@ def test_an_input_error_names_its_field_and_each_caller_names_it_its_own_way():
     assert caught.value.field == "sampling" and str(caught.value).startswith("sampling 'bogus' is unknown")
     plain = InputError("the chapter is empty")
     assert plain.field is None and plain.named("--chapter") is plain
+
+
+@pytest.mark.parametrize("command", ["write", "read"])
+def test_a_language_the_chapter_contradicts_is_named_as_its_flag(command, files, tmp_path, caplog):
+    chapter = tmp_path / "zh.txt"
+    chapter.write_text(
+        "“你好，”他说。他看着窗外的雨，心里想着很多事情。\n\n“我们走吧。”她回答。\n", encoding="utf-8"
+    )
+    line = argv("write", files, tmp_path) if command == "write" else ["read"]
+    line[1:2] = [str(chapter)]
+    refused([*line, "--language", "en"], caplog, "--language is 'en'", "chapter is written in Chinese")

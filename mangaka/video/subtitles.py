@@ -50,6 +50,7 @@ LINE_PITCH = 1.25  # baseline to baseline, in font sizes
 STROKE_SHARE = 0.055  # the outline's width, in font sizes (at least 2 px)
 TEXT_FILL = (255, 255, 255, 255)
 OUTLINE_FILL = (16, 16, 16, 255)
+BAND_FILL = (0, 0, 0, 110)  # the band behind a caption: the picture shows through, darkened
 # (sides, top, bottom) margins of the safe area, shares of the frame's width and height. A vertical
 # frame keeps clear of the bottom fifth, where short-video apps draw their captions and buttons.
 SAFE_VERTICAL = (0.08, 0.10, 0.20)
@@ -297,8 +298,9 @@ class Burner:
         self.stroke = _stroke(self.size)
         self.font: ImageFont.FreeTypeFont = load_font(self.size, language)
         left, _, right, _ = self.box
-        # The outline and a glyph's overhang stay inside the box too.
-        self.max_width = right - left - 2 * self.stroke - max(2, self.size // 8)
+        self.margin = max(4, self.size // 3)  # the translucent band's, around the text's ink
+        # The outline, a glyph's overhang and the band stay inside the box too.
+        self.max_width = right - left - 2 * (self.stroke + self.margin) - max(2, self.size // 8)
         self._warned: set[str] = set()
 
     def pages(self, text: str) -> list[list[str]]:
@@ -346,7 +348,12 @@ class Burner:
         ink = canvas.getchannel("A").getbbox()
         if ink is None:
             return None
-        image = canvas.crop(ink)
+        margin = self.margin  # a translucent band behind the text: it reads on white paper too
+        ink = (max(0, ink[0] - margin), max(0, ink[1] - margin), min(canvas_w, ink[2] + margin),
+               min(canvas_h, ink[3] + margin))  # fmt: skip
+        band = Image.new("RGBA", canvas.size, (0, 0, 0, 0))
+        ImageDraw.Draw(band).rounded_rectangle(ink, radius=margin, fill=BAND_FILL)
+        image = Image.alpha_composite(band, canvas).crop(ink)
         left, top, right, bottom = self.box
         x = (left + right - canvas_w) // 2 + ink[0]
         x = min(max(x, left), max(left, right - image.width))

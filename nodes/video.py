@@ -96,14 +96,14 @@ class MotionComic(io.ComfyNode):
                     "e.g. from a TTS node fed the voice script",
                 ),
                 io.Audio.Input("music", optional=True, tooltip="Music under the voices (looped, lowered)"),
+                *(widget(o) for o in VIDEO_OPTIONS.values()),
+                *bible_inputs(),  # the voice names the timeline's lines carry
                 io.String.Input(
                     "timeline",
                     optional=True,
                     force_input=True,
                     tooltip="A timeline JSON (this node's timeline output, edited) to use as it is",
                 ),
-                *(widget(o) for o in VIDEO_OPTIONS.values()),
-                *bible_inputs(),  # the voice names the timeline's lines carry
             ],
             outputs=[
                 io.Video.Output(display_name="video"),

@@ -15,6 +15,9 @@ cached wheel). Everything lives outside the checkout::
         ComfyUI/        the unpacked tree (never written to by the tests: they use --base-directory)
         venv/           its interpreter: venv/bin/python
         complete.json   written last; without it the folder is rebuilt from scratch
+    ${MANGAKA_CACHE:-~/.cache/mangaka}/comfyui-frontend-1.58.1/static/
+        the newer frontend (``comfyui-frontend-package`` from PyPI), which the browser tests
+        also run against, served with ``--front-end-root``; unpacked once, keyed by version
 
 The folder is built under a temporary name and renamed into place, so a crash leaves no
 half-made cache. When the pack's requirements.txt or native/install.py change, the next run
@@ -57,6 +60,10 @@ TORCH_NAMES = {"torch", "torchvision", "torchaudio"}
 # Bump when the recipe changes so that old caches are rebuilt.
 RECIPE = 1
 MARKER = "complete.json"
+# The frontend users have (December 2026); 0.3.75 pins and serves 1.32.x.
+FRONTEND_VERSION = "1.58.1"
+FRONTEND_PACKAGE = f"comfyui-frontend-package=={FRONTEND_VERSION}"
+FRONTEND_PREFIX = "comfyui_frontend_package/static/"
 PIP_FLAGS = ("--disable-pip-version-check", "--no-input", "--progress-bar", "off", "--quiet")
 
 
@@ -353,6 +360,51 @@ def ensure(checkout: Path, root: Path | None = None) -> dict:
         return {**marker, "built": False}
 
 
+def frontend_dir(root: Path) -> Path:
+    """The newer frontend's ``static`` folder (its ``index.html`` there once unpacked)."""
+    return root / f"comfyui-frontend-{FRONTEND_VERSION}" / "static"
+
+
+def ensure_frontend(python: Path, root: Path | None = None) -> Path:
+    """Download and unpack ``FRONTEND_PACKAGE``'s built frontend once; its ``static`` folder."""
+    root = root or cache_root()
+    static = frontend_dir(root)
+    with locked(root / f"{static.parent.name}.lock"):
+        if (static / "index.html").is_file():
+            return static
+        work = Path(tempfile.mkdtemp(prefix=f".{static.parent.name}.partial-", dir=root))
+        try:
+            pip(
+                python,
+                "download",
+                "--no-deps",
+                FRONTEND_PACKAGE,
+                "-d",
+                str(work),
+                what=f"downloading {FRONTEND_PACKAGE}",
+            )
+            wheels = list(work.glob("comfyui_frontend_package-*.whl"))
+            if len(wheels) != 1:
+                raise SetupError(f"expected one comfyui_frontend_package wheel in {work}, found {wheels}")
+            with zipfile.ZipFile(wheels[0]) as archive:
+                for member in archive.infolist():
+                    name = member.filename
+                    if name.startswith(FRONTEND_PREFIX) and not member.is_dir() and ".." not in name:
+                        target = work / "static" / name[len(FRONTEND_PREFIX) :]
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(archive.read(member))
+            if not (work / "static" / "index.html").is_file():
+                raise SetupError(f"{wheels[0].name} holds no {FRONTEND_PREFIX}index.html")
+            wheels[0].unlink()
+            work.chmod(0o755)
+            shutil.rmtree(static.parent, ignore_errors=True)
+            os.replace(work, static.parent)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+    return static
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -387,6 +439,11 @@ def main(argv: list[str] | None = None) -> int:
         except SetupError as exc:
             log.error("%s", exc)
             return 1
+        try:  # the browser tests skip (or fail where required) without it; the rest runs
+            ensure_frontend(Path(result["python"]))
+        except SetupError as exc:
+            log.error("the newer frontend is not there: %s", exc)
+    frontend = frontend_dir(cache_root())
     if args.print_python:
         print(result["python"])
     else:
@@ -396,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
                     "comfy_dir": result["comfy_dir"],
                     "python": result["python"],
                     "built": result.get("built", False),
+                    "frontend": str(frontend) if (frontend / "index.html").is_file() else None,
                     "seconds": round(time.monotonic() - started, 1),
                 }
             )

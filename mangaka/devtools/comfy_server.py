@@ -62,6 +62,8 @@ class ComfyStartError(RuntimeError):
 class ComfyInstall:
     comfy_dir: Path
     python: Path
+    # The newer frontend's static folder (for ``--front-end-root``), None when it is not there.
+    frontend: Path | None = None
 
 
 def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyInstall:
@@ -70,6 +72,7 @@ def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyIns
     ``MANGAKA_COMFY_DIR`` (and ``MANGAKA_COMFY_PYTHON``, default: this interpreter) win. Otherwise
     ``tests/comfy_env.py`` is run: seconds when its cache is complete, minutes the first time.
     With ``MANGAKA_COMFY_SETUP=0`` (or ``setup=False``) it only checks for a complete cache.
+    The newer frontend is ``MANGAKA_COMFY_FRONTEND``, else the one that script unpacked.
     Raises ComfyUnavailable with the reason.
     """
     env_dir = os.environ.get("MANGAKA_COMFY_DIR")
@@ -80,7 +83,8 @@ def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyIns
             raise ComfyUnavailable(f"MANGAKA_COMFY_DIR={env_dir} has no main.py")
         if not python.exists():
             raise ComfyUnavailable(f"MANGAKA_COMFY_PYTHON={python} does not exist")
-        return ComfyInstall(comfy, python)
+        frontend = os.environ.get("MANGAKA_COMFY_FRONTEND")
+        return ComfyInstall(comfy, python, Path(frontend) if frontend else None)
     if not COMFY_ENV.is_file():
         raise ComfyUnavailable(f"{COMFY_ENV} is missing: ComfyUI is found from a checkout only")
     if setup is None:
@@ -97,7 +101,8 @@ def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyIns
         tail = "\n".join(proc.stderr.strip().splitlines()[-30:])
         raise ComfyUnavailable(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
     info = json.loads(lines[-1])
-    return ComfyInstall(Path(info["comfy_dir"]), Path(info["python"]))
+    frontend = os.environ.get("MANGAKA_COMFY_FRONTEND") or info.get("frontend")
+    return ComfyInstall(Path(info["comfy_dir"]), Path(info["python"]), Path(frontend) if frontend else None)
 
 
 def free_port() -> int:

@@ -79,15 +79,49 @@ _READY = (
     "&& LiteGraph.registered_node_types)"
 )
 
+# ``absent``: combo values not among the server's choices (a model file the user has yet to
+# download). Frontend 1.58 flags such a node ``has_errors`` (its "missing models" report); 0.3.75's
+# own frontend does not. ``errors`` are the nodes flagged for anything else.
 _LOAD = """async ([wf, name]) => {
   await app.loadGraphData(wf, true, true, name, {showMissingNodesDialog: false});
+  await new Promise(r => setTimeout(r, 300));  // 1.58 flags missing models just after the load
   const nodes = app.graph._nodes;
+  const choices = w => typeof w.options?.values === 'function' ? w.options.values() : w.options?.values;
+  const absent = n => (n.widgets || []).filter(w => w.type === 'combo' && Array.isArray(choices(w))
+    && !choices(w).includes(w.value)).map(w => `${n.type}.${w.name}=${w.value}`);
   return {
     nodes: nodes.length,
     missing: nodes.filter(n => !(n.type in LiteGraph.registered_node_types)).map(n => n.type),
-    errors: nodes.filter(n => n.has_errors).map(n => n.type),
+    absent: nodes.flatMap(absent),
+    flagged: nodes.filter(n => n.has_errors).map(n => n.type),
+    errors: nodes.filter(n => n.has_errors && !absent(n).length).map(n => n.type),
     dialog: !!document.querySelector('[aria-labelledby="global-missing-nodes"]'),
   };
+}"""
+
+_ROUND_TRIP = """() => {
+  const bad = {};
+  const choices = w => typeof w.options?.values === 'function' ? w.options.values() : w.options?.values;
+  for (const type of Object.keys(LiteGraph.registered_node_types).filter(t => t.startsWith('Mangaka'))) {
+    const node = LiteGraph.createNode(type);
+    app.graph.add(node);
+    for (const w of node.widgets || []) {
+      if (w.type === 'number') w.value = (w.options?.min ?? 0) + 1;
+      else if (w.type === 'toggle') w.value = !w.value;
+      else if (w.type === 'combo') { const c = choices(w) || []; if (c.length) w.value = c[c.length - 1]; }
+      else if (typeof w.value === 'string') w.value = `value of ${w.name}`;
+    }
+    const saved = JSON.parse(JSON.stringify(node.serialize()));
+    const loaded = LiteGraph.createNode(type);
+    app.graph.add(loaded);
+    saved.id = loaded.id;
+    loaded.configure(saved);
+    const lost = (node.widgets || []).filter((w, i) => JSON.stringify(w.value ?? null)
+      !== JSON.stringify(loaded.widgets[i]?.value ?? null)).map(w => w.name);
+    if (lost.length) bad[type] = lost;
+  }
+  app.graph.clear();
+  return bad;
 }"""
 
 _BUILD = """async (spec) => {
@@ -245,8 +279,16 @@ class ComfyPage:
         return self.page.evaluate(_SET_WIDGETS, [node_type, values])
 
     def queue(self) -> None:
-        """Click the Run button of the page's queue button group, as a user does."""
-        self.page.locator('[data-testid="queue-button"] button').first.click()
+        """Click the Run button, as a user does: in 0.3.75's frontend the first button of the
+        ``queue-button`` group, in 1.58 the ``queue-button`` button itself."""
+        self.page.locator(
+            'button[data-testid="queue-button"], [data-testid="queue-button"] button'
+        ).first.click()
+
+    def round_trip(self) -> dict[str, list]:
+        """Every Mangaka node made fresh, each widget set off its default, saved (``serialize``)
+        and loaded into another node (``configure``): the widgets whose value did not come back."""
+        return self.page.evaluate(_ROUND_TRIP)
 
     def images(self, node_type: str) -> list[dict[str, Any]]:
         """The images shown on every ``node_type`` node that the browser has loaded (src and size)."""

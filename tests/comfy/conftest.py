@@ -5,6 +5,11 @@
 - ``comfy_factory(packs={name: folder}, extra_args=(), env=None)``: start another server (its
   own base directory and port), e.g. with a different pack; stopped at the end of the session.
 - ``comfy_install``: where ComfyUI and its python are (see ``harness.find_install``).
+- ``frontend`` (module scope, parametrized over ``FRONTENDS``) and ``browser_server``: the browser
+  tests' server, the ``server`` with 0.3.75's own frontend ("bundled") or a second one serving
+  ``comfyui-frontend-package`` 1.58.1 (``--front-end-root``, unpacked by tests/comfy_env.py);
+  ``browser_artifacts``: where that frontend's screenshots are kept. Without the newer frontend
+  its tests skip, or fail where ``MANGAKA_REQUIRE_BROWSER=1``.
 
 Every test under tests/comfy gets the ``comfy`` marker from tests/conftest.py. When ComfyUI cannot
 be found or prepared the tests are skipped, or fail when ``MANGAKA_REQUIRE_COMFY=1``.
@@ -26,6 +31,9 @@ from mangaka.devtools.tiny_models import write_lora, write_model, write_unsuppor
 from tests.comfy.support import LORA, MODEL
 
 PROBES_FOLDER = "mangaka-test-probes"
+BUNDLED = "bundled"
+NEWER = "1.58.1"  # tests/comfy_env.py's FRONTEND_VERSION
+FRONTENDS = (BUNDLED, NEWER)
 PROBES = CHECKOUT / "tests" / "comfy" / "probes"
 
 
@@ -67,12 +75,46 @@ def comfy(comfy_factory) -> ComfyServer:
     return comfy_factory()
 
 
-@pytest.fixture(scope="module")
-def server(comfy):  # one per test module, as each module used to import it
-    """The session's server with a tiny qwen35moe model and its LoRA in models/LLM and models/llm_loras."""
+def _with_models(comfy: ComfyServer) -> ComfyServer:
     models, loras = comfy.base_dir / "models" / "LLM", comfy.base_dir / "models" / "llm_loras"
     model = write_model(models / MODEL, "qwen35moe", context_length=32768)
     write_lora(loras / LORA, model)
     write_unsupported_model(models / "tiny-qwen99moe.gguf")
     write_lora(loras / "tiny-qwen3moe-lora.gguf", "qwen3moe")
     return comfy
+
+
+@pytest.fixture(scope="module")
+def server(comfy):  # one per test module, as each module used to import it
+    """The session's server with a tiny qwen35moe model and its LoRA in models/LLM and models/llm_loras."""
+    return _with_models(comfy)
+
+
+@pytest.fixture(scope="session")
+def newer_frontend_server(comfy_factory, comfy_install) -> ComfyServer:
+    """A second server, with the same packs and models, serving the newer frontend."""
+    root = comfy_install.frontend
+    if root is None or not (root / "index.html").is_file():
+        reason = f"frontend {NEWER} is not unpacked (python tests/comfy_env.py does it): {root}"
+        if os.environ.get("MANGAKA_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"the browser test is required (MANGAKA_REQUIRE_BROWSER=1): {reason}", pytrace=False)
+        pytest.skip(reason)
+    return _with_models(comfy_factory(extra_args=("--front-end-root", str(root))))
+
+
+@pytest.fixture(scope="module", params=FRONTENDS)
+def frontend(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def browser_server(request, frontend, server) -> ComfyServer:
+    return server if frontend == BUNDLED else request.getfixturevalue("newer_frontend_server")
+
+
+@pytest.fixture
+def browser_artifacts(artifacts, frontend):
+    """The bundled frontend's screenshots where they always were; the newer one's in a subfolder."""
+    folder = artifacts if frontend == BUNDLED else artifacts / f"frontend-{frontend}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

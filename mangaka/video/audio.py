@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from ..errors import InputError
 from ..fileio import MAX_INPUT_BYTES, check_input_file, file_kind
+from .timeline import MAX_DURATION
 
 log = logging.getLogger(__name__)
 
@@ -373,8 +374,8 @@ class Mix:
 
         if not (_real(duration) and 0 < duration):
             raise InputError(f"the video's duration {duration!r} is not a positive number of seconds")
-        if duration > MAX_MUSIC_SECONDS:
-            raise InputError(f"the video's duration {duration:g} s is over {MAX_MUSIC_SECONDS:g} s; split it")
+        if duration > MAX_DURATION:  # the timeline's own bound, not the music's
+            raise InputError(f"the video's duration {duration:g} s is over {MAX_DURATION:g} s; split it")
         if not (_real(music_volume) and 0 <= music_volume <= 1):
             raise InputError.about("music_volume", f"is {music_volume!r}; give a level from 0 to 1")
         self.duration = float(duration)

@@ -9,7 +9,6 @@ whole, each file atomically: a failed or stopped render leaves none of them.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,10 +43,10 @@ class MotionPlan:
 
 def side_files(output: Path) -> dict[str, Path]:
     """The files written beside the video ``output``, by what they are."""
-    stem = output.with_suffix("")
+    stem = output.with_suffix("")  # chapter.v2.mp4 → chapter.v2.srt, as the writers name them
     return {
-        "subtitles (SRT)": stem.with_suffix(".srt"),
-        "subtitles (ASS)": stem.with_suffix(".ass"),
+        "subtitles (SRT)": Path(f"{stem}.srt"),
+        "subtitles (ASS)": Path(f"{stem}.ass"),
         "voice script": Path(f"{stem}.voice.csv"),
         "timeline": Path(f"{stem}.timeline.json"),
     }
@@ -120,8 +119,7 @@ def write_motion_comic(
     )
     files = side_files(output)
     stem = output.with_suffix("")
-    srt, ass = write_subtitles(plan.timeline, options.frame_size, stem)
-    script = write_voice_script(plan.timeline, stem)
-    text = json.dumps(plan.timeline.to_json(), ensure_ascii=False, indent=1) + "\n"
-    write_atomic(files["timeline"], text)
-    return result, {**files, "subtitles (SRT)": srt, "subtitles (ASS)": ass, "voice script": script}
+    write_subtitles(plan.timeline, options.frame_size, stem)
+    write_voice_script(plan.timeline, stem)
+    write_atomic(files["timeline"], plan.timeline.json_text())
+    return result, files

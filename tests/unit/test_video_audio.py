@@ -406,3 +406,15 @@ def test_iterating_ten_minutes_with_music_stays_small():
         tracemalloc.stop()
     assert total == 600 * s
     assert peak < 20 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB while mixing"
+
+
+def test_a_video_longer_than_the_music_limit_is_mixed_and_one_past_the_timelines_is_refused():
+    """The mix is bounded by the timeline's longest video, not by the music's 15-minute limit: a
+    20-minute chapter is taken (its music is looped), a 5-hour one is refused naming its length."""
+    from mangaka.video.audio import MAX_MUSIC_SECONDS
+    from mangaka.video.timeline import MAX_DURATION
+
+    assert MAX_MUSIC_SECONDS < 20 * 60 < MAX_DURATION
+    assert Mix([], duration=20 * 60.0).samples == 20 * 60 * 48000
+    with pytest.raises(InputError, match="18000 s is over 14400 s"):
+        Mix([], duration=5 * 3600.0)

@@ -180,3 +180,19 @@ def test_a_timeline_with_a_lone_surrogate_or_nested_too_deeply_is_refused_naming
         deep = [deep]
     with pytest.raises(InputError, match="nested too deeply"):
         timeline_from_json({"shots": deep})
+
+
+def test_the_side_files_named_are_the_ones_the_writers_write(tmp_path):
+    """``chapter.v2.mp4``: a dot in the name is kept (``chapter.v2.srt``, not ``chapter.srt``), so
+    the paths checked before a render and printed after it are the files written."""
+    from mangaka.video.motion import side_files
+    from mangaka.video.subtitles import write_subtitles
+    from mangaka.video.voice import write_voice_script
+
+    timeline = build_timeline(_sp())
+    output = tmp_path / "chapter.v2.mp4"
+    stem = output.with_suffix("")
+    written = [*write_subtitles(timeline, (1080, 1920), stem), write_voice_script(timeline, stem)]
+    named = side_files(output)
+    assert written == [named["subtitles (SRT)"], named["subtitles (ASS)"], named["voice script"]]
+    assert named["timeline"] == tmp_path / "chapter.v2.timeline.json"

@@ -5,13 +5,13 @@ the subtitles, the voice script and the timeline as text."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Iterator
 
 from comfy_api.latest import io
 
 from ..mangaka.errors import InputError
+from ..mangaka.fileio import parse_json
 from ..mangaka.options import widget_names
 from ..mangaka.video.audio import MAX_MUSIC_SECONDS, clip_from_waveform, clips_in_order
 from ..mangaka.video.motion import plan_motion_comic
@@ -31,6 +31,7 @@ log = logging.getLogger("mangaka")
 
 NODE = "Motion Comic"
 VIDEO_WIDGETS = widget_names(VIDEO_OPTIONS)
+FIX_TIMELINE = "connect this node's timeline output"
 
 
 def _video_type() -> type:
@@ -122,7 +123,10 @@ class MotionComic(io.ComfyNode):
             raise InputError(f"{NODE}: {exc.renamed(VIDEO_WIDGETS)}") from None
         sp = read_screenplay(_one(kw.get("screenplay")), _one(kw.get("json_text")), NODE)
         edited = _one(timeline)
-        plan_timeline = timeline_from_json(_parse(edited), f"{NODE}: timeline") if edited else None
+        plan_timeline = None
+        if edited:
+            source = f"{NODE}: timeline"
+            plan_timeline = timeline_from_json(parse_json(edited, source, FIX_TIMELINE), source)
         pictures = _to_pil(images) if images else StoryboardCards(sp)
         with _named("voice"):
             clips = clips_in_order(_waveforms(voice), spoken_order(sp)) if voice else {}
@@ -145,7 +149,7 @@ class MotionComic(io.ComfyNode):
             output.unlink(missing_ok=True)  # the empty placeholder unique_temp_path made: nothing is left
             raise
         script = voice_script_text(plan.timeline)
-        text = plan.timeline.model_dump_json(indent=1)
+        text = plan.timeline.json_text()
         return io.NodeOutput(_video_type()(str(output)), srt(plan.timeline), script, text)
 
 
@@ -185,15 +189,6 @@ def _voices(bible: str | None, bible_file: str | None) -> dict[str, str]:
     """The voice name the series bible gives each character (none without a bible)."""
     found = read_series_bible(bible, bible_file)
     return voices_from_bible(found) if found is not None else {}
-
-
-def _parse(text: str) -> object:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(
-            f"{NODE}: timeline is not JSON ({exc}); connect this node's timeline output"
-        ) from None
 
 
 NODES = [MotionComic, VoiceScript]

@@ -6,7 +6,6 @@ is drawn."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compose import screenplay_from_text
 from ..errors import InputError
-from ..fileio import file_kind, read_text
+from ..fileio import file_kind, parse_json, read_text
 from ..options import fields_from_args, flag_names
 from ..screenplay.bible import load_series_bible
 from ..screenplay.models import Screenplay
@@ -88,12 +87,7 @@ def check_video_output(output: Path, inputs: Mapping[str, Path | None]) -> None:
 
 def _read_timeline(path: Path) -> Any:
     text = read_text(path, "--timeline file", limit=MAX_TIMELINE_BYTES)
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(
-            f"--timeline {path} is not JSON ({exc}); give a timeline this command wrote"
-        ) from None
+    data = parse_json(text, f"--timeline {path}", "give a timeline this command wrote")
     return timeline_from_json(data, f"--timeline {path}")
 
 

@@ -212,8 +212,12 @@ class _Subtitles:
         return None
 
 
-def _frame(film: _Film, stages: dict[int, _Stage], t: float, direction: str) -> Image.Image:
-    i, j, weight = film.at(t)
+def _frame(
+    film: _Film, stages: dict[int, _Stage], t: float, at: tuple[int, int | None, float], direction: str
+) -> Image.Image:
+    """The picture at ``t``: shot ``i``'s, blended with shot ``j``'s by ``weight`` in a crossfade
+    (``at``, what ``film.at(t)`` said)."""
+    i, j, weight = at
     image = stages[i].draw(film.progress(i, t), direction)
     if j is not None:
         other = stages[j].draw(film.progress(j, t), direction)
@@ -222,16 +226,30 @@ def _frame(film: _Film, stages: dict[int, _Stage], t: float, direction: str) -> 
 
 
 def _stages_for(
-    film: _Film, stages: dict[int, _Stage], t: float, pictures: Sequence[Image.Image], frame: tuple[int, int]
+    film: _Film,
+    stages: dict[int, _Stage],
+    at: tuple[int, int | None, float],
+    pictures: Sequence[Image.Image],
+    frame: tuple[int, int],
 ) -> None:
-    """Makes the stages the moment ``t`` needs and drops those behind it."""
-    i, j, _ = film.at(t)
+    """Makes the stages shots ``i`` and ``j`` need (``at``) and drops those behind them. A shot
+    that continues its panel's move (the same picture, move and amount) takes the part before's
+    stage: it is scaled for that move, and parts are never on screen together (no crossfade)."""
+    i, j, _ = at
     for k in (i, j):
         if k is not None and k not in stages:
             shot = film.shots[k]
-            stages[k] = _Stage(pictures[shot.image], shot, frame)
+            before = stages.get(k - 1)
+            if shot.progress[0] > 0 and before is not None and _same_move(before.shot, shot):
+                stages[k] = before
+            else:
+                stages[k] = _Stage(pictures[shot.image], shot, frame)
     for k in [k for k in stages if k < i]:
         del stages[k]
+
+
+def _same_move(a: Shot, b: Shot) -> bool:
+    return (a.image, a.move, a.amount) == (b.image, b.move, b.amount)
 
 
 def write_video(
@@ -315,17 +333,18 @@ def _video_frames(
         if cancelled is not None and cancelled():
             raise Cancelled("the motion comic was stopped; nothing was written")
         t = n / options.fps
-        _stages_for(film, stages, t, pictures, options.frame_size)
-        image = _frame(film, stages, t, timeline.direction)
+        at = film.at(t)
+        _stages_for(film, stages, at, pictures, options.frame_size)
+        image = _frame(film, stages, t, at, timeline.direction)
         caption = subtitles.at(t)
         saved = None
         if caption is not None:  # drawn on the stage's canvas, and the canvas put back after
-            at = (caption.x, caption.y)
-            saved = image.crop((*at, at[0] + caption.image.width, at[1] + caption.image.height))
-            image.paste(caption.image, at, caption.image)
+            where = (caption.x, caption.y)
+            saved = image.crop((*where, where[0] + caption.image.width, where[1] + caption.image.height))
+            image.paste(caption.image, where, caption.image)
         frame = av.VideoFrame.from_image(image).reformat(format="yuv420p")
         if saved is not None:
-            image.paste(saved, at)
+            image.paste(saved, where)
         frame.pts = n
         yield frame
 

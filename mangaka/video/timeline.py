@@ -17,6 +17,7 @@ ends.
 from __future__ import annotations
 
 import itertools
+import json
 import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -114,6 +115,10 @@ class Timeline(_Strict):
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
+    def json_text(self) -> str:
+        """The timeline file's text (``chapter.timeline.json``, Motion Comic's ``timeline``)."""
+        return json.dumps(self.to_json(), ensure_ascii=False, indent=1) + "\n"
+
 
 _WIDE_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HANGUL")
 
@@ -152,7 +157,7 @@ def _groups(lines: Sequence[Line], lengths: Mapping[str, float], timing: TimingO
     groups: list[list[Line]] = []
     used = 0.0
     for line in lines:
-        gap = _gap(groups[-1][-1], line, timing) if groups and groups[-1] else 0.0
+        gap = _gap(groups[-1][-1], line, timing) if groups else 0.0
         need = lengths[line.id] + gap
         if groups and used + need + LEAD_OUT <= timing.max_shot:
             groups[-1].append(line)
@@ -181,7 +186,8 @@ def build_timeline(
     voices = voices or {}
     by_id = {line.id: line for line in sp.dialogue}
     names = _names(sp)
-    lengths = {i: reading_seconds(lettered(line.line, sp.language), timing) for i, line in by_id.items()}
+    texts = {i: lettered(line.line, sp.language) for i, line in by_id.items()}  # as balloons letter them
+    lengths = {i: reading_seconds(text, timing) for i, text in texts.items()}
     lengths.update({i: float(s) for i, s in voice_seconds.items() if i in lengths})
     shots: list[Shot] = []
     clock = 0.0
@@ -194,7 +200,7 @@ def build_timeline(
         amount = move_amount(timing.camera, total) if move != "hold" else 0.0
         done = 0.0
         for group, span in zip(groups, spans, strict=True):
-            cues = _cues(group, clock, lengths, timing, names, voices, sp.language)
+            cues = _cues(group, clock, lengths, timing, names, voices, texts)
             progress = [round(done / total, 4), round((done + span) / total, 4)]
             shots.append(
                 Shot(
@@ -225,7 +231,7 @@ def build_timeline(
 
 def _span(group: Sequence[Line], lengths: Mapping[str, float], timing: TimingOptions) -> float:
     if not group:
-        return max(timing.beat, 0.5)
+        return timing.beat
     spoken = sum(lengths[line.id] for line in group)
     gaps = sum(_gap(a, b, timing) for a, b in itertools.pairwise(group))
     return round(max(timing.min_shot, LEAD_IN + spoken + gaps + LEAD_OUT), 3)
@@ -238,7 +244,7 @@ def _cues(
     timing: TimingOptions,
     names: Mapping[str, str],
     voices: Mapping[str, str],
-    language: str,
+    texts: Mapping[str, str],
 ) -> list[Cue]:
     cues = []
     at = start + LEAD_IN
@@ -252,7 +258,7 @@ def _cues(
                 speaker=line.speaker,
                 name=name,
                 emotion=line.emotion,
-                text=lettered(line.line, language),
+                text=texts[line.id],
                 start=round(at, 3),
                 end=round(at + lengths[line.id], 3),
                 voice=voices.get(line.speaker, ""),

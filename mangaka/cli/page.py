@@ -101,20 +101,9 @@ def panel_image_files(folder: Path, flag: str = "--images") -> list[Path]:
 def read_panel_images(folder: Path, flag: str = "--images") -> list[Any]:
     """The pictures in ``folder`` in name order (one per panel, in reading order), each decoded
     now: a file Pillow cannot read is refused by name before any page is drawn."""
-    from PIL import Image
+    from ..video.pictures import open_panel_image  # Pillow: loaded only to draw
 
-    images = []
-    for path in panel_image_files(folder, flag):
-        try:
-            image = Image.open(path)
-            image.load()  # decoded here: a truncated file fails now, naming itself
-        except (OSError, ValueError, EOFError, SyntaxError, Image.DecompressionBombError) as exc:
-            raise InputError(
-                f"{flag}: {path} is not an image Pillow can read ({exc}); replace it, or move it out "
-                f"of {folder}"
-            ) from None
-        images.append(image)
-    return images
+    return [open_panel_image(path, flag) for path in panel_image_files(folder, flag)]
 
 
 def page_options(args: argparse.Namespace) -> tuple[LayoutOptions, Callable[[str], tuple[Any, dict]]]:

@@ -22,6 +22,20 @@ from ..screenplay.models import Screenplay
 _READ_ERRORS = (OSError, ValueError, EOFError, SyntaxError, Image.DecompressionBombError)
 
 
+def open_panel_image(path: Path, flag: str = "--images") -> Image.Image:
+    """The picture file ``path``, decoded now (a truncated file fails here, naming itself);
+    ``InputError`` naming ``flag`` and the file when Pillow cannot read it."""
+    try:
+        image = Image.open(path)
+        image.load()
+    except _READ_ERRORS as exc:
+        raise InputError(
+            f"{flag}: {path} is not an image Pillow can read ({exc}); replace it, or move it out "
+            f"of {path.parent}"
+        ) from None
+    return image
+
+
 def size_of(pictures: Sequence[Image.Image], index: int) -> tuple[int, int]:
     """Picture ``index``'s size, without decoding it where the sequence knows it."""
     sizes = getattr(pictures, "sizes", None)
@@ -59,24 +73,13 @@ class PanelFiles(_Lazy):
         self.sizes = [self._check(p) for p in self.paths]
 
     def _check(self, path: Path) -> tuple[int, int]:
-        image = self._open(path)
+        image = open_panel_image(path, self.flag)
         size = image.size
         image.close()
         return size
 
-    def _open(self, path: Path) -> Image.Image:
-        try:
-            image = Image.open(path)
-            image.load()
-        except _READ_ERRORS as exc:
-            raise InputError(
-                f"{self.flag}: {path} is not an image Pillow can read ({exc}); replace it, or move it out "
-                f"of {path.parent}"
-            ) from None
-        return image
-
     def _load(self, index: int) -> Image.Image:
-        return self._open(self.paths[index])
+        return open_panel_image(self.paths[index], self.flag)
 
 
 class StoryboardCards(_Lazy):

@@ -26,6 +26,11 @@ log = logging.getLogger(__name__)
 SHOT_SECONDS = 5.0  # what a panel with two short lines lasts (two lines, their gaps, lead in and out)
 
 
+def _panels(seconds: float) -> int:
+    """The panels of a made-up chapter about ``seconds`` long."""
+    return max(1, math.ceil(seconds / SHOT_SECONDS))
+
+
 def _screenplay(panels: int) -> dict[str, Any]:
     shots = ("close_up", "wide", "medium", "establishing", "full", "medium_close_up")
     dialogue, cells = [], []
@@ -82,7 +87,7 @@ def worker(seconds: float, folder: str) -> dict[str, Any]:
     from ...video.options import RenderOptions  # the worker's process only
     from ...video.pictures import PanelFiles  # Pillow: the worker's process only
 
-    panels = max(1, math.ceil(seconds / SHOT_SECONDS))
+    panels = _panels(seconds)
     sp = screenplay_model(_screenplay(panels))
     tone = np.arange(30 * SAMPLE_RATE, dtype=np.float32) / SAMPLE_RATE
     music = Clip((0.3 * np.sin(2 * np.pi * 220 * tone)).astype(np.float32))
@@ -97,7 +102,7 @@ def worker(seconds: float, folder: str) -> dict[str, Any]:
 
 def _run(seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mangaka-bench-video-") as tmp:
-        _pictures(Path(tmp), max(1, math.ceil(seconds / SHOT_SECONDS)))
+        _pictures(Path(tmp), _panels(seconds))
         code = f"from mangaka.devtools.bench.video import main; main({seconds!r}, {tmp!r})"
         run = procs.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=3600)
         if run.returncode != 0:

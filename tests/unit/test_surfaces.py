@@ -8,8 +8,6 @@ import json
 import re
 import subprocess
 import sys
-import tarfile
-from io import BytesIO
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from mangaka import cli
 from mangaka.cli import main as cli_main
 from mangaka.surfaces import COMMANDS, NODES, OPTION_SETS
+from tests.history import tree_before
 
 pytestmark = pytest.mark.unit
 
@@ -71,10 +70,10 @@ def test_bench_refuses_its_declared_flags_out_of_range_before_running(flag, valu
     assert f"{flag} must be from" in caplog.text
 
 
-# The tree before the commands moved into mangaka/cli/ (issue 53), and what later issues changed
-# on purpose: bench's --threads/--gpu-layers became the declared flags (issue 53, point 2, with
-# their ranges in the help); demo and book gained --video, and video is a new command (issue 54).
-BEFORE_THE_MOVE = "a97f1c072eed6d1ff3103f6507967d450ed69a88"
+# What later issues changed on purpose since the tree before the commands moved into mangaka/cli/
+# (issue 53; tests/history.py): bench's --threads/--gpu-layers became the declared flags (issue 53,
+# point 2, with their ranges in the help); demo and book gained --video, and video is a new
+# command (issue 54).
 CHANGED_SINCE = {("bench", "--threads"), ("bench", "--gpu-layers")}
 ADDED_SINCE = {("demo", "--video"), ("book", "--video")}
 
@@ -108,14 +107,7 @@ def test_every_command_flag_and_help_is_the_pre_move_trees_but_where_an_issue_ch
     """Issue 53's move changed no flag, help text, default or choice of any command: the parser of
     the tree before it (read from git history) against today's, flag by flag; the differences are
     the ones later issues made on purpose (``CHANGED_SINCE``, ``ADDED_SINCE``, new commands)."""
-    archive = subprocess.run(
-        ["git", "archive", BEFORE_THE_MOVE, "mangaka", "prompts", "schemas"],
-        cwd=ROOT, capture_output=True, timeout=120,
-    )  # fmt: skip
-    if archive.returncode != 0:
-        pytest.skip(f"no git history here to compare with: {archive.stderr.decode()[-200:]}")
-    with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
-        tar.extractall(tmp_path, filter="data")
+    tree_before(tmp_path, "mangaka", "prompts", "schemas")
     dumped = subprocess.run(
         [sys.executable, "-c", DUMP], cwd=tmp_path, capture_output=True, text=True, timeout=120,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "HOME": str(tmp_path)},
@@ -134,3 +126,87 @@ def test_every_command_flag_and_help_is_the_pre_move_trees_but_where_an_issue_ch
         added |= {(command, f.split(", ")[-1]) for f in set(now[command]) - set(flags)}
     assert changed == CHANGED_SINCE
     assert added == ADDED_SINCE
+
+
+# Each refused before a model loads, through ``main`` in-process, its log and stderr kept.
+ERRORS = """
+import contextlib, io, json, logging, sys
+from mangaka.__main__ import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    said, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(said)
+    logging.getLogger().addHandler(handler)
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    logging.getLogger().removeHandler(handler)
+    out.append([code, said.getvalue() + err.getvalue()])
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    json.dump(out, f)
+"""
+MODEL = ["--model", "model.gguf"]
+REFUSED = [
+    ["write", "missing.txt", *MODEL],
+    ["write", "empty.txt", *MODEL],
+    ["write", "chapter.txt", "--model", "missing.gguf"],
+    ["write", "chapter.txt", *MODEL],
+    ["write", "chapter.txt", *MODEL, "--panels", "0"],
+    ["write", "chapter.txt", *MODEL, "--dialogue", "500"],
+    ["write", "chapter.txt", *MODEL, "--sampling", "wild"],
+    ["write", "chapter.txt", *MODEL, "--ctx", "100"],
+    ["write", "chapter.txt", *MODEL, "--think", "-5"],
+    ["write", "chapter.txt", *MODEL, "--lora-scale", "9"],
+    ["write", "chapter.txt", *MODEL, "--jump-forward", "fast"],
+    ["write", "chapter.txt", *MODEL, "--reading", "bad.json"],
+    ["write", "chapter.txt", *MODEL, "--language", "xx"],
+    ["read", "missing.txt"],
+    ["read", "ja.txt", "--language", "en"],
+    ["page", "missing.json"],
+    ["page", "bad.json"],
+    ["book", "missing", *MODEL],
+    ["book", "chapter.txt", *MODEL, "--jobs", "0"],
+    ["eval", "nosuchset", *MODEL],
+    ["eval", "gold", *MODEL, "--seeds", "0"],
+    ["eval", "gold", *MODEL, "--chapters", "xx9"],
+    ["dataset", "missing", "-o", "out.jsonl"],
+    ["queue", "missing", "--workflow", "missing.json", "--server", "http://127.0.0.1:1"],
+    ["bench", "--only", "nonsense"],
+    ["demo", "--model", "missing.gguf"],
+]
+# Messages later issues changed on purpose: the contradicted language names its flag (issue 52),
+# and bench lists its new part, video (issue 54).
+REWORDED_SINCE = {"read ja.txt --language en", "bench --only nonsense"}
+
+
+def _refusals(tree: Path, work: Path) -> list[list]:
+    done = subprocess.run(
+        [sys.executable, "-c", ERRORS, json.dumps(REFUSED), "said.json"], cwd=work, capture_output=True,
+        text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree), "HOME": str(work)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = (work / "said.json").read_text(encoding="utf-8")
+    return json.loads(said.replace(str(tree), "<ROOT>").replace(str(work), "<WORK>"))
+
+
+def test_every_refusal_says_what_the_pre_move_tree_said(tmp_path):
+    """The move changed no error message: each input above refused by the tree before it and by
+    today's, with the same exit code and the same words (paths aside)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "chapter.txt").write_text('"Sit down," said the old man.\\n\\nMei sat.\\n', encoding="utf-8")
+    (work / "ja.txt").write_text("「座れ」と老人が言った。\\n\\n芽衣は座った。\\n" * 3, encoding="utf-8")
+    (work / "empty.txt").write_text("  \\n", encoding="utf-8")
+    (work / "model.gguf").write_bytes(b"not a GGUF file at all")
+    (work / "bad.json").write_text("{not json", encoding="utf-8")
+    (work / "reading.json").write_text('{"quotes": 3}', encoding="utf-8")
+    before = _refusals(tree_before(tmp_path / "before", "mangaka", "prompts", "schemas"), work)
+    now = _refusals(ROOT, work)
+    assert [i for i, was in enumerate(before) if was[0] in (0, None)] == [], before  # all refused
+    # The command list in a usage line grew with issue 54's new command.
+    now = [[code, said.replace(",schemas,video}", ",schemas}")] for code, said in now]
+    changed = [i for i, (was, is_) in enumerate(zip(before, now, strict=True)) if was != is_]
+    assert {" ".join(REFUSED[i]) for i in changed} == REWORDED_SINCE, [(before[i], now[i]) for i in changed]

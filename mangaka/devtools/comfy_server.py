@@ -64,6 +64,8 @@ class ComfyInstall:
     python: Path
     # The newer frontend's static folder (for ``--front-end-root``), None when it is not there.
     frontend: Path | None = None
+    # ComfyUI-Manager's venv, layered over ``python``'s (its python), None when it is not there.
+    manager: Path | None = None
 
 
 def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyInstall:
@@ -72,7 +74,8 @@ def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyIns
     ``MANGAKA_COMFY_DIR`` (and ``MANGAKA_COMFY_PYTHON``, default: this interpreter) win. Otherwise
     ``tests/comfy_env.py`` is run: seconds when its cache is complete, minutes the first time.
     With ``MANGAKA_COMFY_SETUP=0`` (or ``setup=False``) it only checks for a complete cache.
-    The newer frontend is ``MANGAKA_COMFY_FRONTEND``, else the one that script unpacked.
+    The newer frontend is ``MANGAKA_COMFY_FRONTEND``, else the one that script unpacked;
+    ComfyUI-Manager's python ``MANGAKA_COMFY_MANAGER``, else the one that script installed.
     Raises ComfyUnavailable with the reason.
     """
     env_dir = os.environ.get("MANGAKA_COMFY_DIR")
@@ -83,8 +86,8 @@ def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyIns
             raise ComfyUnavailable(f"MANGAKA_COMFY_DIR={env_dir} has no main.py")
         if not python.exists():
             raise ComfyUnavailable(f"MANGAKA_COMFY_PYTHON={python} does not exist")
-        frontend = os.environ.get("MANGAKA_COMFY_FRONTEND")
-        return ComfyInstall(comfy, python, Path(frontend) if frontend else None)
+        frontend, manager = os.environ.get("MANGAKA_COMFY_FRONTEND"), os.environ.get("MANGAKA_COMFY_MANAGER")
+        return ComfyInstall(comfy, python, _path_or_none(frontend), _path_or_none(manager))
     if not COMFY_ENV.is_file():
         raise ComfyUnavailable(f"{COMFY_ENV} is missing: ComfyUI is found from a checkout only")
     if setup is None:
@@ -102,7 +105,14 @@ def find_install(setup: bool | None = None, timeout: float = 3600.0) -> ComfyIns
         raise ComfyUnavailable(f"{' '.join(cmd)} exited {proc.returncode}:\n{tail}")
     info = json.loads(lines[-1])
     frontend = os.environ.get("MANGAKA_COMFY_FRONTEND") or info.get("frontend")
-    return ComfyInstall(Path(info["comfy_dir"]), Path(info["python"]), Path(frontend) if frontend else None)
+    manager = os.environ.get("MANGAKA_COMFY_MANAGER") or info.get("manager")
+    return ComfyInstall(
+        Path(info["comfy_dir"]), Path(info["python"]), _path_or_none(frontend), _path_or_none(manager)
+    )
+
+
+def _path_or_none(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def free_port() -> int:

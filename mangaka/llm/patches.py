@@ -23,8 +23,8 @@ from .native import INSTALL_HINT
 log = logging.getLogger(__name__.rpartition(".")[0] + ".inprocess")
 
 # The llama-cpp-python release these patches (and the decode loop's use of ``Llama._ctx`` and
-# ``Llama._batch``) were written and tested for; requirements.txt, pyproject.toml and
-# native/install.py pin the same one (tests/unit/test_versions.py).
+# ``Llama._batch``) were written and tested for; pyproject.toml and native/install.py (which
+# install.py runs) pin the same one (tests/unit/test_versions.py).
 PATCHED_VERSION = "0.3.36"
 
 

@@ -1,10 +1,13 @@
-"""The versions the code depends on: requirements.txt (what ComfyUI-Manager installs) and
-pyproject.toml list the same dependencies, and llama-cpp-python is pinned to the one release whose
-internals ``mangaka.llm.patches`` patches, the one ``native/install.py`` builds."""
+"""The versions the code depends on: requirements.txt (what ComfyUI-Manager installs before it runs
+install.py) and pyproject.toml list the same dependencies but llama-cpp-python, which install.py
+installs, pinned to the one release whose internals ``mangaka.llm.patches`` patches, the one
+``native/install.py`` builds."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,6 +35,8 @@ def _pyproject() -> dict[str, Requirement]:
 
 def test_requirements_and_pyproject_list_the_same_dependencies():
     txt, toml = _requirements_txt(), _pyproject()
+    assert "llama-cpp-python" not in txt  # pip would compile it before install.py installs the build
+    toml.pop("llama-cpp-python")
     assert sorted(txt) == sorted(toml), "requirements.txt and pyproject.toml list different packages"
     for name, req in txt.items():
         assert (req.specifier, req.marker and str(req.marker)) == (
@@ -45,8 +50,7 @@ def test_llama_cpp_python_is_pinned_to_the_patched_release_everywhere():
     install = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(install)
     assert install.PINNED_VERSION == PATCHED_VERSION
-    for where in (_requirements_txt(), _pyproject()):
-        assert str(where["llama-cpp-python"].specifier) == f"=={PATCHED_VERSION}"
+    assert str(_pyproject()["llama-cpp-python"].specifier) == f"=={PATCHED_VERSION}"
     installed = import_llama_cpp().__version__
     assert installed == PATCHED_VERSION, f"the test venv has llama-cpp-python {installed}"
     check_version(import_llama_cpp())  # the installed one passes
@@ -59,3 +63,19 @@ def test_another_llama_cpp_python_is_refused_naming_both_versions(other):
     message = str(caught.value)
     assert f"llama-cpp-python {other} is installed" in message
     assert PATCHED_VERSION in message and "native/install.py" in message
+
+
+def test_the_install_step_is_native_install_with_its_arguments():
+    """install.py (ComfyUI-Manager's install step, run in the pack's folder) is native/install.py:
+    the same arguments give the same wheel cache folder, and a wrong one is refused by it."""
+
+    def run(script: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(ROOT / script), *args], capture_output=True, text=True)
+
+    for target in ("cpu", "cuda", "loongarch"):
+        via_step = run("install.py", "--print-key", "--target", target, "--cuda-arch", "89")
+        direct = run("native/install.py", "--print-key", "--target", target, "--cuda-arch", "89")
+        assert via_step.returncode == direct.returncode == 0, via_step.stderr
+        assert via_step.stdout == direct.stdout and target in via_step.stdout
+    wrong = run("install.py", "--target", "tpu")
+    assert wrong.returncode == 2 and "invalid choice: 'tpu'" in wrong.stderr

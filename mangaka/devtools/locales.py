@@ -112,8 +112,9 @@ def english(object_info: dict[str, Any]) -> dict[str, Any]:
         entry["inputs"] = {}
         for name, spec, _ in _inputs(node):
             item = {"name": name}
-            if _options(spec).get("tooltip"):
-                item["tooltip"] = _options(spec)["tooltip"]
+            for key in ("tooltip", "placeholder"):  # the pack's script puts a placeholder on its box
+                if _options(spec).get(key):
+                    item[key] = _options(spec)[key]
             entry["inputs"][name] = item
         tips = node.get("output_tooltips") or [None] * len(node["output_name"])
         entry["outputs"] = {

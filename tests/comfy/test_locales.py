@@ -22,6 +22,7 @@ SCREENWRITER = {
     "ja": ("脚本家", "章", "入力"),
     "ko": ("각본가", "챕터", "입력"),
 }
+ENGLISH_HINT = "Paste a chapter of the novel here"
 
 
 @pytest.mark.parametrize("lang", list(UI_LANGUAGES))
@@ -85,8 +86,10 @@ _TRANSLATED = """async ([pack, lang]) => {
   app.graph.setDirtyCanvas(true, true);
   // Where the front end's node help panel looks for a custom node's page in the user's language.
   const help = await fetch(`/extensions/${pack}/docs/MangakaScreenwriter/${lang}.md`);
+  await new Promise(done => setTimeout(done, 500));  // the front end draws the text box
   return {title: node.title, inputs: node.inputs.map(i => i.label || i.localized_name || i.name),
-          help: await help.text()};
+          help: await help.text(),
+          boxes: [...document.querySelectorAll("textarea")].map(box => box.placeholder)};
 }"""
 
 
@@ -105,4 +108,10 @@ def test_the_page_in_each_language_shows_the_screenwriters_title_and_help(
     assert shown["title"] == title, shown
     assert "LLM" in shown["inputs"] and chapter in shown["inputs"], shown["inputs"]
     assert shown["help"].startswith(f"# {title}\n") and f"## {inputs}" in shown["help"]
+    # The chapter box's grey hint, which no front end takes from a locale: web/js/mangaka_i18n.js.
+    hint = read_locale(lang)["MangakaScreenwriter"]["inputs"]["chapter"]["placeholder"]
+    assert hint in shown["boxes"] and ENGLISH_HINT not in shown["boxes"], shown["boxes"]
+    # A box without a hint shows its input's name: translated as the label is.
+    bible = read_locale(lang)["MangakaScreenwriter"]["inputs"]["bible"]["name"]
+    assert bible in shown["boxes"] and "bible" not in shown["boxes"], shown["boxes"]
     assert shot.stat().st_size > 10_000

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.comfy.harness import PACK_FOLDER
+from tests.comfy.harness import CHECKOUT, PACK_FOLDER
 from tests.history import tree_before
 
 # What later issues added on purpose: Motion Comic and Voice Script (issue 54).
@@ -24,11 +24,12 @@ def ours(info: dict) -> dict:
     }
 
 
-def test_every_node_shows_what_the_pre_move_tree_showed(comfy, comfy_factory, tmp_path_factory):
+def test_every_node_shows_what_the_pre_move_tree_showed(comfy_factory, tmp_path_factory):
+    """Both in servers of their own, with no models: a file list (Load LLM's models) is the same."""
     paths = ("__init__.py", "nodes", "mangaka", "prompts", "schemas", "web", "locales", "pyproject.toml")
     old = tree_before(tmp_path_factory.mktemp("before-the-move") / PACK_FOLDER, *paths)
     before = ours(comfy_factory(packs={PACK_FOLDER: old}).object_info())
-    now = ours(comfy.object_info())
+    now = ours(comfy_factory(packs={PACK_FOLDER: CHECKOUT}).object_info())
     assert len(before) >= 12, sorted(before)  # the old pack loaded
     assert set(now) - set(before) == ADDED_SINCE
     assert set(before) <= set(now)

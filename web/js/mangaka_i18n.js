@@ -1,10 +1,12 @@
-// Mangaka's nodes in the user's language on front ends that lose a pack's translations.
-// ComfyUI serves locales/<lang>/nodeDefs.json at /i18n, and newer front ends apply it themselves;
-// the one ComfyUI 0.3.x ships (1.32) merges it before it lazily loads its own messages for that
-// language, which then replace it, so the nodes stayed in English. Here the pack applies its own
-// entries to each of its nodes as it is made (or as soon as they have arrived): the title, and the
-// labels of inputs, widgets and outputs. Where the front end already translated them this sets the
-// same words again.
+// Mangaka's nodes in the user's language on front ends that lose a pack's translations, and the
+// grey hints of its text boxes on every front end. ComfyUI serves locales/<lang>/nodeDefs.json at
+// /i18n, and newer front ends apply it themselves; the one ComfyUI 0.3.x ships (1.32) merges it
+// before it lazily loads its own messages for that language, which then replace it, so the nodes
+// stayed in English. Here the pack applies its own entries to each of its nodes as it is made (or
+// as soon as they have arrived): the title, and the labels of inputs, widgets and outputs. Where
+// the front end already translated them this sets the same words again. No front end (1.32 to
+// 1.58) takes a text box's placeholder from a locale, only from the node's schema; the pack's
+// entries carry it ("placeholder" beside "name"), and this puts it on the box.
 import { app } from "../../../scripts/app.js";
 import { api } from "../../../scripts/api.js";
 
@@ -32,6 +34,13 @@ function translate(node, name, english) {
   for (const widget of node.widgets || []) {
     const label = entry.inputs?.[widget.name]?.name;
     if (label) widget.label = label;
+    // A box without a hint of its own shows its input's name, which the label then replaces.
+    const box = widget.inputEl || (widget.element?.tagName === "TEXTAREA" ? widget.element : null);
+    const hint = entry.inputs?.[widget.name]?.placeholder || (box?.placeholder === widget.name && label);
+    if (hint) {
+      if (widget.options) widget.options.placeholder = hint;
+      if (box) box.placeholder = hint;
+    }
   }
   (node.outputs || []).forEach((slot, i) => {
     const label = entry.outputs?.[String(i)]?.name;

@@ -12,9 +12,8 @@ from pathlib import Path
 from ..batch.book import BIBLE_FILE, Selection, select_chapters, write_book
 from ..batch.options import BOOK_OPTIONS
 from ..chapters import Chapter
-from ..compose import screenplay_from_text
+from ..compose.extract import screenplay_from_file
 from ..errors import InputError
-from ..fileio import read_text
 from ..llm.base import LLM
 from ..screenplay.bible import load_series_bible
 from ..screenplay.request import ScreenplayRequest
@@ -86,7 +85,7 @@ def chapter_videos(out: Path, chapters: list[Chapter], width: int) -> int:
         if video.is_file() and video.stat().st_mtime >= path.stat().st_mtime:
             log.info("%s is newer than its screenplay; kept", video)
             continue
-        screenplay = screenplay_from_text(read_text(path, "screenplay file"), source=str(path))
+        screenplay = screenplay_from_file(path)
         for written in storyboard_video(screenplay, video):
             sys.stdout.write(f"{written}\n")
     if missing:

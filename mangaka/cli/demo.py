@@ -8,9 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-from ..compose import screenplay_from_text
+from ..compose.extract import screenplay_from_file
 from ..demo import DEMO_CHAPTER, DEMO_MODEL_FILE, REAL_MODEL_HINT, demo_model_path
-from ..fileio import read_text
 from .args import add_model_args, add_reading_arg, open_llm
 from .video import check_video_output, default_output, storyboard_video
 from .write import prepare_write, run_write
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     for path in run_write(open_llm(args, plan.model), plan):
         sys.stdout.write(f"{path}\n")
     if video is not None:
-        screenplay = screenplay_from_text(read_text(output, "screenplay file"), source=str(output))
+        screenplay = screenplay_from_file(output)
         for path in storyboard_video(screenplay, video):
             sys.stdout.write(f"{path}\n")
     return 0

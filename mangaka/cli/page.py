@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compose import screenplay_from_text
+from ..compose.extract import screenplay_from_file
 from ..errors import InputError, MangakaError
 from ..fileio import check_input_file, read_text, write_atomic
 from ..options import fields_from_args, flag_names
@@ -49,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
     layout, lettering_of = page_options(args)  # every option checked before anything is read
     inputs = {"the screenplay": args.screenplay, "the images folder": args.images}
     check_output_folder(args.output, inputs, what="the pages")
-    text = read_text(args.screenplay, "screenplay file")
-    screenplay = screenplay_from_text(text, source=str(args.screenplay))
+    screenplay = screenplay_from_file(args.screenplay)
     images = read_panel_images(args.images) if args.images else []
     lettering, drawing = lettering_of(screenplay.language)
     composed = compose_pages(

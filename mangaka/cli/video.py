@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compose import screenplay_from_text
+from ..compose.extract import screenplay_from_file
 from ..errors import InputError
 from ..fileio import file_kind, parse_json, read_text
 from ..options import fields_from_args, flag_names
@@ -108,9 +108,7 @@ def run(args: argparse.Namespace) -> int:
         "the images folder": args.images, "the voices folder": args.voices, "the bible": args.bible,
     }  # fmt: skip
     check_video_output(output, inputs)
-    screenplay = screenplay_from_text(
-        read_text(args.screenplay, "screenplay file"), source=str(args.screenplay)
-    )
+    screenplay = screenplay_from_file(args.screenplay)
     timeline = _read_timeline(args.timeline) if args.timeline else None
     pictures = PanelFiles(panel_image_files(args.images)) if args.images else StoryboardCards(screenplay)
     clips: dict[str, Clip] = {}

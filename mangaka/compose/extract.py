@@ -27,9 +27,11 @@ import bisect
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..fileio import read_text
 from ..jsontext import exceeds_depth, too_deep
 from ..screenplay.models import Screenplay
 from ..screenplay.validate import load_screenplay
@@ -77,9 +79,15 @@ def _whole_object(text: str) -> Any:
     return value if isinstance(value, dict) else None
 
 
-def extract_json_object(text: str, *, source: str = "text") -> Any:
+# What to do about a text that holds no screenplay, by where it came from: a node's input (the
+# default) or a file a command read.
+FROM_A_NODE = "connect the Screenwriter's screenplay, or text that holds the screenplay JSON"
+FROM_A_FILE = "give a screenplay JSON file (`python -m mangaka write CHAPTER -o chapter.json` writes one)"
+
+
+def extract_json_object(text: str, *, source: str = "text", fix: str = FROM_A_NODE) -> Any:
     """The JSON object in ``text`` by the rule in the module docstring. ``InputError`` when there
-    is none, or when the largest JSON in it is cut off or broken."""
+    is none (saying ``fix``), or when the largest JSON in it is cut off or broken."""
     whole = _whole_object(text)
     if whole is not None:
         return whole
@@ -98,7 +106,7 @@ def extract_json_object(text: str, *, source: str = "text") -> Any:
     if best is None:
         raise InputError(
             f"{source}: no JSON object in the text ({len(text)} characters, starting {_preview(text)!r}); "
-            "connect the Screenwriter's screenplay, or text that holds the screenplay JSON"
+            + fix
         )
     if best.value is None:
         raise InputError(_broken(body, best.start, best.start + best.size, source))
@@ -201,8 +209,16 @@ def _broken(text: str, start: int, end: int, source: str) -> str:
     return f"{source}: the JSON that starts at character {start} does not parse; was the reply cut off?"
 
 
-def screenplay_from_text(text: str, *, source: str = "screenplay text") -> Screenplay:
-    """A validated screenplay from raw LLM text; ``InputError`` lists each problem with its path."""
+def screenplay_from_text(text: str, *, source: str = "screenplay text", fix: str = FROM_A_NODE) -> Screenplay:
+    """A validated screenplay from raw LLM text; ``InputError`` lists each problem with its path
+    (and says ``fix`` where the text holds no screenplay: ``FROM_A_FILE`` for a command's file)."""
     if not text.strip():
-        raise InputError(f"{source} is empty; connect the Screenwriter or a text node with screenplay JSON")
-    return load_screenplay(extract_json_object(text, source=source), source=source)
+        empty = "connect the Screenwriter or a text node with screenplay JSON" if fix == FROM_A_NODE else fix
+        raise InputError(f"{source} is empty; {empty}")
+    return load_screenplay(extract_json_object(text, source=source, fix=fix), source=source)
+
+
+def screenplay_from_file(path: str | Path) -> Screenplay:
+    """A validated screenplay from a JSON file a command was given (``FROM_A_FILE`` where it holds
+    none)."""
+    return screenplay_from_text(read_text(path, "screenplay file"), source=str(path), fix=FROM_A_FILE)

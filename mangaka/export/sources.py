@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..compose import screenplay_from_text
+from ..compose.extract import screenplay_from_file
 from ..errors import InputError, MangakaError
 from ..fileio import read_text
 from ..page.layout import LayoutOptions, text_order
@@ -49,7 +49,7 @@ def storyboard_section(path: Path, number: int, direction: str) -> tuple[Section
     from ..page.lettering import LetteringOptions  # Pillow: loaded only to draw
     from ..page.render import compose_pages  # Pillow: loaded only to draw
 
-    screenplay = screenplay_from_text(read_text(path, "screenplay file"), source=str(path))
+    screenplay = screenplay_from_file(path)
     layout = LayoutOptions(direction=direction)
     lettering = LetteringOptions(language=screenplay.language, direction=text_order(direction))
     composed = compose_pages(screenplay, [], layout=layout, lettering=lettering, cards=True)

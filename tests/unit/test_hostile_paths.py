@@ -329,3 +329,16 @@ def test_a_huge_input_is_refused_by_its_size_before_it_is_read(tmp_path, caplog,
     (tmp_path / "panels").mkdir()
     message = within(30, one_error, command_line(command, path, tmp_path), caplog)
     assert f"{what} {path} is 300 MiB, more than the 256 MiB Mangaka reads; split it" in message, message
+
+
+@pytest.mark.parametrize("command", ["page", "video"])
+@pytest.mark.parametrize(("text", "said"), [(" \n", "is empty"), ("hello there", "no JSON object")])
+def test_a_screenplay_file_without_a_screenplay_says_what_file_to_give(tmp_path, caplog, command, text, said):
+    """A command reads a file, so the fix is a file (`write -o` makes one), not a node to connect."""
+    path = tmp_path / "chapter.json"
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / ("out.mp4" if command == "video" else "out")
+    message = one_error([command, str(path), "-o", str(out)], caplog)
+    assert message.startswith(str(path)) and said in message, message
+    assert "python -m mangaka write CHAPTER -o chapter.json" in message and "connect" not in message
+    assert not out.exists()

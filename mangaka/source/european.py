@@ -238,6 +238,45 @@ def _mentions(narration: str, language: str) -> Counter[str]:
     return kept
 
 
+# Words for a relation that make the capitalised word beside them a person's name (``introduced``),
+# with the determiners that open them (none in Russian).
+_KIN = {
+    "fr": "ami|amie|frère|sœur|voisin|voisine|mère|père|femme|mari|fils|fille|cousin|cousine|oncle|tante|"
+    "collègue|compagnon|compagne|fiancé|fiancée|neveu|nièce",
+    "es": "amigo|amiga|hermano|hermana|vecino|vecina|madre|padre|esposa|esposo|mujer|marido|hijo|hija|primo|"
+    "prima|tío|tía|compañero|compañera|novio|novia|sobrino|sobrina",
+    "ru": "друг|подруга|брат|сестра|сосед|соседка|мать|отец|жена|муж|сын|дочь|дядя|тётя|тетя|коллега|"
+    "товарищ|жених|невеста|племянник|племянница",
+    "de": "Freund|Freundin|Bruder|Schwester|Nachbar|Nachbarin|Mutter|Vater|Frau|Mann|Sohn|Tochter|Cousin|"
+    "Cousine|Onkel|Tante|Kollege|Kollegin",
+}
+_KIN_BEFORE = {
+    "fr": r"(?:[SsMmTt]on|[SsMmTt]a|[Ll]eur|[Nn]otre|[Vv]otre|[Uu]ne?|[Ll]e|[Ll]a|[Ll]['’])\s*",
+    "es": r"(?:[Ss]u|[Mm]i|[Tt]u|[Nn]uestro|[Nn]uestra|[Uu]n|[Uu]na|[Ee]l|[Ll]a)\s+",
+    "ru": r"",
+    "de": r"(?:[Ss]ein|[Ss]eine|[Ii]hr|[Ii]hre|[Mm]ein|[Mm]eine|[Ee]in|[Ee]ine)\s+",
+}
+_KIN_AFTER = {  # ``Paul, son frère``
+    "fr": r"(?:son|sa|leur|mon|ma)",
+    "es": r"(?:su|mi)",
+    "ru": r"(?:его|её|ее|их|мой|моя|наш|наша)",
+    "de": r"(?:sein|seine|ihr|ihre|mein|meine)",
+}
+
+
+def introduced(narration: str, language: str) -> set[str]:
+    """Names the narration introduces as people, used once or more: a capitalised word right after
+    a word for a relation (``son frère Paul``, ``соседка Вера``; one adjective may come between the
+    determiner and the word) or before one (``Paul, son frère``)."""
+    kin, before, after = _KIN[language], _KIN_BEFORE[language], _KIN_AFTER[language]
+    adjective = "" if language == "ru" else rf"(?:[{LOWER}]+\s+)?"
+    pattern = re.compile(
+        rf"(?<![\w'’\-]){before}{adjective}(?:{kin})\s+(?P<a>{CAP})|(?P<b>{CAP}),\s+{after}\s+{adjective}(?:{kin})(?![\w])"
+    )
+    found = {clean(m.group("a") or m.group("b"), language) for m in pattern.finditer(narration)}
+    return {n for n in found if n}
+
+
 def _mentions_de(narration: str) -> Counter[str]:
     """German: roles, titled names (counted by their bare uses), and words used three times, inside
     sentences, never as a common noun."""

@@ -66,29 +66,34 @@ ROLE_NOUNS = {
         "vieillard|aubergiste|patron|patronne|marchand|marchande|garde|gardien|gardienne|soldat|officier|"
         "capitaine|roi|reine|prince|princesse|prêtre|curé|abbé|médecin|docteur|juge|serveur|serveuse|"
         "cocher|paysan|paysanne|dame|demoiselle|concierge|voisin|voisine|servante|valet|commissaire|"
-        "inspecteur|policier|professeur|directeur|directrice|mère|père|grand-mère|grand-père|tante|oncle"
+        "inspecteur|policier|professeur|directeur|directrice|mère|père|grand-mère|grand-père|tante|oncle|"
+        "facteur|infirmière|infirmier|chauffeur|conducteur|gendarme|nourrice"
     ),
     "es": (
         "hombre|mujer|niño|niña|chico|chica|muchacho|muchacha|anciano|anciana|viejo|vieja|joven|"
         "desconocido|desconocida|extranjero|extranjera|forastero|guardia|soldado|oficial|capitán|rey|reina|"
         "príncipe|princesa|cura|sacerdote|médico|doctor|doctora|juez|maestro|maestra|profesor|profesora|"
         "camarero|camarera|tabernero|posadero|posadera|dueño|dueña|vecino|vecina|criada|criado|madre|"
-        "padre|abuelo|abuela|tío|tía|policía|comisario|inspector|cochero|campesino|campesina"
+        "padre|abuelo|abuela|tío|tía|policía|comisario|inspector|cochero|campesino|campesina|cartero|"
+        "enfermera|enfermero|portero|portera|conductor|cocinero|cocinera|chófer|chofer|sargento|niñera"
     ),
     "ru": (
         "старик|старуха|старушка|мальчик|девочка|девушка|парень|женщина|мужчина|незнакомец|незнакомка|"
         "солдат|офицер|капитан|доктор|врач|хозяин|хозяйка|мать|отец|бабушка|дедушка|священник|учитель|"
-        "учительница|продавец|продавщица|сторож|кучер|ямщик|барин|барыня"
+        "учительница|продавец|продавщица|сторож|кучер|ямщик|барин|барыня|почтальон|сосед|соседка|проводник|"
+        "проводница|официант|официантка|медсестра|охранник|водитель|шофёр|шофер|кондуктор|полицейский|няня"
     ),
     "de": (
         "Alte|Mann|Frau|Junge|Mädchen|Fremde|Wirt|Wirtin|Greis|Greisin|Soldat|Offizier|Wächter|Arzt|Ärztin|"
         "Doktor|Lehrer|Lehrerin|Kellner|Kellnerin|König|Königin|Prinz|Prinzessin|Kapitän|Pfarrer|Priester|"
-        "Händler|Bauer|Bäuerin|Kutscher|Diener|Dienerin|Magd|Knecht|Mutter|Vater|Großmutter|Großvater"
+        "Händler|Bauer|Bäuerin|Kutscher|Diener|Dienerin|Magd|Knecht|Mutter|Vater|Großmutter|Großvater|"
+        "Briefträger|Schaffner|Schaffnerin|Nachbar|Nachbarin|Krankenschwester|Fahrer|Fahrerin|Polizist|"
+        "Polizistin"
     ),
 }
 FEMALE_ROLES_RU = frozenset(
     "старуха старушка девочка девушка женщина незнакомка хозяйка мать бабушка учительница продавщица "
-    "барыня".split()
+    "барыня соседка проводница официантка медсестра няня".split()
 )
 # Subject pronouns: the ones with a gender (the first two) and the others (a speaker, but whom?).
 PRONOUNS = {

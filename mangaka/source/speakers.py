@@ -21,7 +21,12 @@ again and again where a person would stand:
   German, where every noun is capitalised, only attributed, titled or recurring words never used as
   a common noun.
 
-A candidate said by an attribution is **attributed**; the others need ``MIN_MENTIONS`` uses.
+A candidate said by an attribution is **attributed**; one the narration **introduces** as a
+person needs one use (``introduced``): a name beside a word for a relation (``her friend Tomas``,
+``Tomas, her brother``, ``соседка Вера``, ``su amigo Tomás``, ``son frère Paul``, ``seine
+Schwester Mia``) or, in English, a sentence opening with a name doing what only a person does
+(``Mara nodded``, ``Mara looked up``; never a word the chapter also writes in lower case). The
+others need ``MIN_MENTIONS`` uses.
 Candidates come strongest first (attributions, then uses). No library is used: the Chinese and
 Japanese word segmenters with person-name tags on PyPI (jieba, janome) are 42 and 203 MB
 installed, and these rules find the speakers a screenplay needs on the pack's gold chapters.
@@ -65,7 +70,9 @@ _PERSON_NOUNS = (
     r"man|woman|boy|girl|keeper|innkeeper|shopkeeper|stranger|guard|soldier|king|queen|prince|"
     r"princess|teacher|doctor|captain|principal|priest|merchant|girl|lady|gentleman|child|kid|"
     r"witch|wizard|knight|sailor|fisherman|farmer|driver|officer|constable|detective|clerk|"
-    r"maid|servant|monk|nun|grandmother|grandfather|mother|father|aunt|uncle|landlady|landlord"
+    r"maid|servant|monk|nun|grandmother|grandfather|mother|father|aunt|uncle|landlady|landlord|"
+    r"postman|mailman|neighbour|neighbor|nurse|waiter|waitress|porter|conductor|bartender|cook|"
+    r"janitor|receptionist|butler|coachman|sergeant|inspector|courier|housekeeper|nanny"
 )
 _TITLES = (
     r"(?:Mr|Mrs|Ms|Miss|Dr|Captain|Principal|Professor|Sir|Lady|Lord|Aunt|Uncle|Grandmother|Grandfather"
@@ -85,7 +92,27 @@ _NOT_NAMES_EN = frozenset(
     "Part Mr Mrs Ms Dr Miss Sir Lady Lord Monday Tuesday Wednesday Thursday Friday Saturday Sunday "
     "January February March April May June July August September October November December "
     "Nothing Someone Something Everyone Everything One Two Three After Before As At In On Of For "
-    "From With Without To By Up Down Out Over Under Again Maybe Please Thank Thanks Sorry Okay OK".split()
+    "From With Without To By Up Down Out Over Under Again Maybe Please Thank Thanks Sorry Okay OK "
+    "Nobody Somebody Everybody Anyone Anybody None Each Both All Neither Either Most Many Few Others "
+    "People".split()
+)
+# A capitalised word beside a word for a relation is a person's name (``introduced``).
+_KIN_EN = (
+    r"friend|sister|brother|mother|father|neighbour|neighbor|wife|husband|son|daughter|cousin|uncle|"
+    r"aunt|partner|colleague|boss|assistant|fiancée?|nephew|niece|grandson|granddaughter|roommate|"
+    r"classmate|apprentice|companion|lodger"
+)
+_KIN_ADJ_EN = r"(?:(?:old|young|little|best|elder|younger|older|new|kid|baby|big)\s+)?"
+_INTRODUCED_EN = re.compile(
+    rf"\b(?:[Hh]is|[Hh]er|[Tt]heir|[Mm]y|[Oo]ur|[Yy]our|[Aa]n?|[Tt]he)\s+{_KIN_ADJ_EN}(?:{_KIN_EN}),?\s+"
+    rf"(?P<a>{_CAP})\b|\b(?P<b>{_CAP}),\s+(?:his|her|their|my|our)\s+{_KIN_ADJ_EN}(?:{_KIN_EN})\b"
+)
+# A sentence that opens with a name doing what only a person does.
+_PERSON_DOES_EN = (
+    r"nodded|smiled|shrugged|frowned|grinned|glanced|winced|looked\s+(?:up|at|away|down|round|around)"
+)
+_OPENS_EN = re.compile(
+    rf"(?:^|(?<=[.!?])\s+|(?<=[.!?][\"”’])\s+|[\r\n]\s*)(?P<a>{_CAP})\s+(?:{_PERSON_DOES_EN})\b"
 )
 
 _CLAUSE_ZH = re.compile(r"(?:^|[。！？，、；：…—\r\n”」』])\s*([\u4e00-\u9fff]{2,3})")
@@ -271,6 +298,20 @@ def _titled_en(text: str) -> Counter[str]:
     return found
 
 
+def introduced_en(narration: str) -> set[str]:
+    """Names the English narration introduces as people (module docstring), used once or more."""
+    found = set()
+    for m in _INTRODUCED_EN.finditer(narration):
+        found.add(_POSSESSIVE.sub("", m.group("a") or m.group("b")))
+    lowercase: set[str] | None = None
+    for m in _OPENS_EN.finditer(narration):
+        if lowercase is None:
+            lowercase = set(re.findall(r"[a-z][a-z'’\-]*", narration))
+        if m.group("a").lower() not in lowercase:
+            found.add(m.group("a"))
+    return {n for n in found if n not in _NOT_NAMES_EN}
+
+
 def _mentions_zh(narration: str) -> Counter[str]:
     two: Counter[str] = Counter()
     three: Counter[str] = Counter()
@@ -298,6 +339,15 @@ def _mentions_ja(narration: str) -> Counter[str]:
     return Counter(m.group(1) for m in _CLAUSE_JA.finditer(narration) if _usable_ja(m.group(1)))
 
 
+# Each language's names the narration introduces as people (``introduced_en``).
+_INTRODUCED: dict[str, Callable[[str], set[str]]] = {
+    "en": introduced_en,
+    **{
+        lang: lambda narration, lang=lang: european.introduced(narration, lang)
+        for lang in sorted(european.EUROPEAN)
+    },
+}
+
 # Each language's uses of names: ``(narration, quoted, said)`` → uses by name.
 _MENTIONS: dict[str, Callable[[str, str, Counter[str]], Counter[str]]] = {
     "en": lambda narration, quoted, said: _mentions_en(narration),
@@ -320,13 +370,21 @@ def find_names(
     quote; strongest first, at most ``MAX_NAMES``, none longer than ``MAX_NAME_CHARS``."""
     said = Counter(a for a in attributed if a)
     used = _MENTIONS[language](narration, quoted, said)
+    introduced = _INTRODUCED.get(language, lambda narration: set())(narration)
+    uncounted = {n for n in introduced if not used[n]}  # where the rules counted a name, that stands
+    for name, count in european.whole_word_counts(narration, uncounted, language).items():
+        used[name] = count
     if language == "en":
         for name, count in _titled_en(f"{narration}\n{quoted}").items():
             used[name] = max(used[name], count)
     if not spaced(language):  # an attributed name counts where it is used in full, not only clause-first
         for name, count in _counts(narration, said).items():
             used[name] = max(used[name], count)
-    names = [n for n in {*said, *used} if (said[n] or used[n] >= MIN_MENTIONS) and len(n) <= MAX_NAME_CHARS]
+    names = [
+        n
+        for n in {*said, *used}
+        if (said[n] or (n in introduced and used[n]) or used[n] >= MIN_MENTIONS) and len(n) <= MAX_NAME_CHARS
+    ]
     # A name inside a longer candidate that is used as often is the same person ("Ada" in "Ada Reyes").
     inside = _inside(names, said, used)
     names = [n for n in names if said[n] or not (n in inside and (inside[n][0] or inside[n][1] >= used[n]))]

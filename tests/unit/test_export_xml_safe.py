@@ -299,7 +299,7 @@ def screenplays(draw: st.DrawFn) -> dict:
 FIXED_SCREENPLAY = example_screenplay() | {"title": "\x01\x0b"}
 FIXED_SCREENPLAY["characters"] = [
     c | {"name": name}
-    for c, name in zip(FIXED_SCREENPLAY["characters"], ("Akira\x0b😀", "\u202eMei\x1f"), strict=True)
+    for c, name in zip(FIXED_SCREENPLAY["characters"], ("Akira\x0b😀", "\u2028\u202eMei\x1f"), strict=True)
 ]
 FIXED_SCREENPLAY["dialogue"] = [
     d | {"line": f"\x01{d['line']}\x1b\u200f\ufffe"} for d in FIXED_SCREENPLAY["dialogue"]
@@ -317,8 +317,9 @@ def test_a_screenplay_with_arbitrary_title_names_and_lines_exports_three_files_r
         cbz, epub, pdf = export(
             [section], screenplay_info(screenplay, "rtl"), ["cbz", "epub", "pdf"], folder, "x"
         )
-        names = tuple(c["name"] for c in data["characters"])
-        book = Book(data["title"], "", names, (data["title"],))
+        # What the screenplay holds (its names trimmed of white space, U+2028 included) is exported.
+        names = tuple(c.name for c in screenplay.characters)
+        book = Book(screenplay.title, "", names, (screenplay.title,))
         check_cbz(cbz, book, len(section.pages))
         with zipfile.ZipFile(epub) as members:
             for name in members.namelist():

@@ -115,6 +115,13 @@ def _path_or_none(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
+def foreign_python_free_env() -> dict[str, str]:
+    """This process's environment without what would point another Python at this one's packages
+    or settings (``PYTHONPATH``, ``PYTHONHOME``, ``VIRTUAL_ENV``, ``PYTHONSTARTUP``)."""
+    foreign = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+    return {k: v for k, v in os.environ.items() if k not in foreign}
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -378,11 +385,7 @@ class ComfyServer:
             if link.is_symlink() or link.exists():
                 link.unlink()
             link.symlink_to(target, target_is_directory=True)
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-        }
+        env = foreign_python_free_env()
         env.update(
             {"PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DO_NOT_TRACK": "1"}
         )

@@ -264,16 +264,23 @@ _KIN_AFTER = {  # ``Paul, son frère``
 }
 
 
+@cache
+def _introducing(language: str) -> re.Pattern[str]:
+    """A word for a relation with a capitalised word after it (group ``a``) or before it (``b``)."""
+    kin, before, after = _KIN[language], _KIN_BEFORE[language], _KIN_AFTER[language]
+    adjective = "" if language == "ru" else rf"(?:[{LOWER}]+\s+)?"
+    return re.compile(
+        rf"(?<![\w'’\-]){before}{adjective}(?:{kin})\s+(?P<a>{CAP})"
+        rf"|(?P<b>{CAP}),\s+{after}\s+{adjective}(?:{kin})(?![\w])"
+    )
+
+
 def introduced(narration: str, language: str) -> set[str]:
     """Names the narration introduces as people, used once or more: a capitalised word right after
     a word for a relation (``son frère Paul``, ``соседка Вера``; one adjective may come between the
     determiner and the word) or before one (``Paul, son frère``)."""
-    kin, before, after = _KIN[language], _KIN_BEFORE[language], _KIN_AFTER[language]
-    adjective = "" if language == "ru" else rf"(?:[{LOWER}]+\s+)?"
-    pattern = re.compile(
-        rf"(?<![\w'’\-]){before}{adjective}(?:{kin})\s+(?P<a>{CAP})|(?P<b>{CAP}),\s+{after}\s+{adjective}(?:{kin})(?![\w])"
-    )
-    found = {clean(m.group("a") or m.group("b"), language) for m in pattern.finditer(narration)}
+    matches = _introducing(language).finditer(narration)
+    found = {clean(m.group("a") or m.group("b"), language) for m in matches}
     return {n for n in found if n}
 
 

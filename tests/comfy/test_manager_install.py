@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from tests.comfy.harness import CHECKOUT, PACK_FOLDER, ComfyInstall, ComfyServer
+from tests.comfy.harness import CHECKOUT, PACK_FOLDER, ComfyInstall, ComfyServer, foreign_python_free_env
 from tests.comfy_env import layered_venv, site_packages, write_constraints
 
 NODE = "MangakaComposePage"
@@ -46,8 +46,7 @@ def test_the_real_manager_installs_loads_and_uninstalls_the_pack(comfy_install, 
     shutil.copytree(comfy_install.comfy_dir, comfy, symlinks=True)
     remote = tmp_path / "repos" / f"{PACK_FOLDER}.git"  # the Manager names the folder after it
     subprocess.run(["git", "clone", "--quiet", "--bare", str(CHECKOUT), str(remote)], check=True, timeout=300)
-    keep = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-    env = {k: v for k, v in os.environ.items() if k not in keep}
+    env = foreign_python_free_env()
     env.update(
         COMFYUI_PATH=str(comfy),
         PIP_NO_INDEX="1",  # nothing from an index: installed already, or the cached wheel

@@ -3,7 +3,9 @@
 ``speakers_of(...)`` gives one ``Speaker`` a quote. The evidence, strongest first:
 
 - ``attribution`` (sure): a name right next to the quote with a speech verb (``"…," said Mei``,
-  ``沈砚道``, ``とハルトが言った``, ``répondit Marie``, ``지수가 말했다``; ``speakers.attribution``);
+  ``沈砚道``, ``とハルトが言った``, ``répondit Marie``, ``지수가 말했다``; ``speakers.attribution``), or
+  in Japanese the subject of the narration paragraph right before when it closes with one
+  (``ヨルが耳元でささやいた。``);
 - ``pronoun`` (sure when one person fits): ``"…," he said`` (``她说``, ``demanda-t-il``, ``сказала
   она``, ``그가 말했다``): the person the narration before it names last whose pronoun is that one
   (each name's pronoun is read from the chapter: the pronoun that follows its uses, or a word such

@@ -13,7 +13,8 @@ again and again where a person would stand:
   mark) and recur there, not starting with a pronoun or a function word (``老周放下…``,
   ``沈青衣低头…``);
 - Japanese: the word before a topic or subject particle (は, が, も) or an honorific (さん, くん,
-  ちゃん, 先生, 先輩…) at the start of a clause, recurring, not hiragana only;
+  ちゃん, 先生, 先輩…) at the start of a clause, recurring, not hiragana only, and of one
+  character only with an honorific (``鱗は`` is a thing; ``凛さん`` a person);
 - Korean (``korean.py``): a word of two to four syllables before a particle (``지수가``, ``민호는``),
   recurring, and a vocative at a quote's start (``지수야``);
 - French, Spanish, Russian, German (``european.py``): capitalised words as in English, less each
@@ -25,8 +26,9 @@ A candidate said by an attribution is **attributed**; one the narration **introd
 person needs one use (``introduced``): a name beside a word for a relation (``her friend Tomas``,
 ``Tomas, her brother``, ``соседка Вера``, ``su amigo Tomás``, ``son frère Paul``, ``seine
 Schwester Mia``) or, in English, a sentence opening with a name doing what only a person does
-(``Mara nodded``, ``Mara looked up``; never a word the chapter also writes in lower case). The
-others need ``MIN_MENTIONS`` uses.
+(``Mara nodded``, ``Mara looked up``; never a word the chapter also writes in lower case), in
+Japanese a name given as one (``ガルドと名乗った``, ``名前はミオ``). The others need
+``MIN_MENTIONS`` uses.
 Candidates come strongest first (attributions, then uses). No library is used: the Chinese and
 Japanese word segmenters with person-name tags on PyPI (jieba, janome) are 42 and 203 MB
 installed, and these rules find the speakers a screenplay needs on the pack's gold chapters.
@@ -141,7 +143,12 @@ _ROLES_ZH = frozenset(
 
 _CLAUSE_JA = re.compile(
     r"(?:^|[。、！？」』\r\n　 ])([\u4e00-\u9fff\u30a0-\u30ff\u3040-\u309f]{1,6}?)"
-    r"(?:さん|くん|ちゃん|先生|先輩|様|は|が|も)"
+    r"(?:(?P<honorific>さん|くん|ちゃん|先生|先輩|様)|は|が|も)"
+)
+# A person the narration introduces by name: ``ガルドと名乗った``, ``佐伯という名の``, ``名前はミオ``.
+_INTRODUCED_JA = re.compile(
+    r"(?P<a>[\u30a1-\u30fa\u30fc]{2,8}|[\u4e00-\u9fff]{2,4})(?:と名乗|という名)"
+    r"|名(?:前)?は(?P<b>[\u30a1-\u30fa\u30fc]{2,8}|[\u4e00-\u9fff]{2,4})(?:[。、]|と(?:いう|言)|だ|で)"
 )
 _AFTER_JA = re.compile(
     r"^\s*と\s*([\u4e00-\u9fff\u30a0-\u30ff\u3040-\u309f]{1,6}?)(?:さん|くん|ちゃん)?(?:が|は)"
@@ -153,6 +160,15 @@ _NEXT_JA = re.compile(
     r"(?:(?:が|は)[^。「」『』]{0,12}?"
     r"(?:尋ね|たずね|訊|聞き返|問いかけ|問う|言っ|言う|言い|答え|叫|呟|つぶや|ささや|囁|続け|口を開|声をかけ|声を上げ|怒鳴)"
     r"|の声)"
+)
+# The narration paragraph right before a line, closing with a speech verb (``ヨルが耳元でささやいた。``):
+# its subject says the line. The subject: the topic (``Xは``), else the last ``Xが``.
+_SAYS_JA = re.compile(
+    r"(?:言った|言う|言い放った|ささやいた|囁いた|尋ねた|たずねた|訊いた|訊ねた|叫んだ|呟いた|つぶやいた"
+    r"|答えた|続けた|口を開いた|声をかけた|切り出した|怒鳴った)。?\s*$"
+)
+_SUBJECT_JA = re.compile(
+    r"(?P<n>[\u30a1-\u30fa\u30fc]{2,8}|[\u4e00-\u9fff]{2,4})(?:さん|くん|ちゃん|先生|先輩|様)?(?P<p>は|が)"
 )
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
 _NOT_NAMES_JA = frozenset(
@@ -205,7 +221,23 @@ def attribution(text: str, span: tuple[int, int], paragraph: tuple[int, int], la
     m = _AFTER_JA.match(after)
     if m and _usable_ja(m.group(1)):
         return m.group(1)
+    if not before.strip() and (said := _previous_paragraph_ja(text, paragraph)):
+        return said
     return _next_paragraph_ja(text, span, paragraph) if not after.strip() else None
+
+
+def _previous_paragraph_ja(text: str, paragraph: tuple[int, int]) -> str | None:
+    """The speaker the narration paragraph right before a line names as the subject of its last
+    sentence, when that sentence closes with a speech verb (``_SAYS_JA``); else ``None``."""
+    previous = text[max(0, paragraph[0] - 4 * _WINDOW) : paragraph[0]].rstrip()
+    previous = re.split(r"\n\s*\n|[」』”\"]", previous)[-1]
+    sentence = re.split(r"。(?=.)", previous.strip())[-1]
+    if not _SAYS_JA.search(sentence):
+        return None
+    subjects = [m for m in _SUBJECT_JA.finditer(sentence) if _usable_ja(m.group("n"))]
+    topics = [m for m in subjects if m.group("p") == "は"]
+    chosen = topics[0] if topics else (subjects[-1] if subjects else None)
+    return chosen.group("n") if chosen else None
 
 
 def _next_paragraph_ja(text: str, span: tuple[int, int], paragraph: tuple[int, int]) -> str | None:
@@ -336,12 +368,25 @@ def _mentions_zh(narration: str) -> Counter[str]:
 
 
 def _mentions_ja(narration: str) -> Counter[str]:
-    return Counter(m.group(1) for m in _CLAUSE_JA.finditer(narration) if _usable_ja(m.group(1)))
+    """Words opening a clause before a topic or subject particle or an honorific; a one-character
+    word only with an honorific (``鱗は``, ``鱗が`` are things; ``凛さん`` is a person)."""
+    return Counter(
+        m.group(1)
+        for m in _CLAUSE_JA.finditer(narration)
+        if _usable_ja(m.group(1)) and (len(m.group(1)) > 1 or m.group("honorific"))
+    )
+
+
+def introduced_ja(narration: str) -> set[str]:
+    """Names the Japanese narration introduces as people (``ガルドと名乗った``), used once or more."""
+    found = {m.group("a") or m.group("b") for m in _INTRODUCED_JA.finditer(narration)}
+    return {n for n in found if _usable_ja(n)}
 
 
 # Each language's names the narration introduces as people (``introduced_en``).
 _INTRODUCED: dict[str, Callable[[str], set[str]]] = {
     "en": introduced_en,
+    "ja": introduced_ja,
     **{
         lang: lambda narration, lang=lang: european.introduced(narration, lang)
         for lang in sorted(european.EUROPEAN)
@@ -372,7 +417,11 @@ def find_names(
     used = _MENTIONS[language](narration, quoted, said)
     introduced = _INTRODUCED.get(language, lambda narration: set())(narration)
     uncounted = {n for n in introduced if not used[n]}  # where the rules counted a name, that stands
-    for name, count in european.whole_word_counts(narration, uncounted, language).items():
+    if spaced(language):
+        counted = european.whole_word_counts(narration, uncounted, language)
+    else:  # no spaces between words: each use counts
+        counted = _counts(narration, uncounted)
+    for name, count in counted.items():
         used[name] = count
     if language == "en":
         for name, count in _titled_en(f"{narration}\n{quoted}").items():

@@ -89,3 +89,34 @@ def test_a_russian_chapter_with_a_role_and_two_people_met_once():
 def test_a_role_that_speaks_is_the_speaker(lang, text, role):
     names, lines = reading("Intro.\n\n" + text, lang)
     assert role in names and lines == [(role, True)], (names, lines)
+
+
+def test_a_japanese_person_introduced_by_name_and_a_thing_that_is_no_one():
+    text = (
+        "第一話　市場\n\nリリが布を広げて鱗を置いた。鱗は銀色に光っていた。\n\n"
+        "「おやおや、偽物だね」\n\nガルドと名乗ったその商人は、鱗へ指を伸ばした。\n\n"
+        "「え、偽物……なんですか？」\n\n広場の視線がガルドに集まった。鱗が赤く染まった。\n"
+    )
+    names = reading(text, "ja")[0]
+    assert "ガルド" in names and "鱗" not in names, names
+
+
+@pytest.mark.parametrize(
+    ("before", "speaker"),
+    [
+        ("リリの肩の上で、使い魔の黒猫ヨルが大きなあくびをしてから言った。", "ヨル"),
+        ("リリが不安そうに見上げたとき、ヨルが耳元でささやいた。", "ヨル"),  # the main clause's subject
+        ("雨の中、マグダは戸口に立ったまま、リリが来るのを見て言った。", "マグダ"),  # the topic
+    ],
+)  # fmt: skip
+def test_a_japanese_paragraph_closing_with_a_speech_verb_settles_the_next_line(before, speaker):
+    opening = "第一話\n\nリリとヨルとマグダは工房にいた。リリは鍋を見ていた。ヨルは眠い。"
+    text = f"{opening}\n\n{before}\n\n「よく見て」\n"
+    names, lines = reading(text, "ja")
+    assert lines == [(speaker, True)], (names, lines)
+
+
+def test_a_japanese_paragraph_without_a_speech_verb_settles_nothing():
+    opening = "第一話\n\nリリとヨルは工房にいた。リリは鍋を見ていた。ヨルは眠い。"
+    text = f"{opening}\n\nヨルが大きなあくびをした。\n\n「眠いなあ」\n"
+    assert reading(text, "ja")[1] == [("ヨル", False)]

@@ -47,22 +47,32 @@ _ELIDED = r"(?<=\b[dDlLjJnNsScCmMtT]['’])|(?<=\b[Qq]u['’])|(?<=squ['’])"
 CAP = rf"(?:(?<![\w'’\-])|{_ELIDED})[{UPPER}][{LOWER}]+(?:-[{UPPER}]?[{LOWER}]+)*(?![\w'’])"
 _WINDOW = 50  # characters on each side of a quote searched for its attribution
 
-ROLES = {
+# A role: the article, an adjective or none, and a word for a person (``NOUNS``).
+_ROLE_FORMS = {
     "fr": (
         r"(?<![\w'’])(?:[Ll]e\s+|[Ll]a\s+|[Ll]['’])"
         r"(?:(?:vieux|vieil|vieille|jeune|petit|petite|gros|grosse|grand|grande|pauvre)\s+)?"
-        rf"(?:{ROLE_NOUNS['fr']})(?![\w'’\-])"
+        r"(?:NOUNS)(?![\w'’\-])"
     ),
     "es": (
         r"(?<![\w])(?:[Ee]l|[Ll]a)\s+(?:(?:viejo|vieja|joven|pequeño|pequeña|pobre|gordo|gorda)\s+)?"
-        rf"(?:{ROLE_NOUNS['es']})(?![\w])"
+        r"(?:NOUNS)(?![\w])"
     ),
-    "ru": rf"(?<![\w\-])(?:{ROLE_NOUNS['ru']})(?![\w\-])",
+    "ru": r"(?<![\w\-])(?:NOUNS)(?![\w\-])",
     "de": (
         r"(?<![\w])(?:[Dd]er|[Dd]ie)\s+(?:(?:alte|junge|kleine|fremde|große|dicke|arme)\s+)?"
-        rf"(?:{ROLE_NOUNS['de']})(?![\w])"
+        r"(?:NOUNS)(?![\w])"
     ),
 }
+ROLES = {lang: form.replace("NOUNS", ROLE_NOUNS[lang]) for lang, form in _ROLE_FORMS.items()}
+# Right after an inverted speech verb (``dit la boulangère``, ``dijo la panadera``, ``sagte die
+# Bäckerin``) the article and any noun are a role, not only the listed ones; Russian has no article.
+_ANY_NOUN = {
+    "fr": rf"(?!voix\b)[{LOWER}]{{3,}}",
+    "es": rf"(?!voz\b)[{LOWER}]{{3,}}",
+    "de": rf"[{UPPER}][{LOWER}]{{2,}}",
+}
+SAID_ROLES = {lang: _ROLE_FORMS[lang].replace("NOUNS", noun) for lang, noun in _ANY_NOUN.items()}
 STOP_WORDS = {lang: frozenset(words.split()) for lang, words in STOP.items()}
 
 # A word after these (with up to two lower-case words between) is a German common noun.
@@ -106,11 +116,13 @@ def subject(language: str) -> str:
 
 @cache
 def inversion(language: str) -> str:
-    """A speech verb and its subject after it (``demanda-t-il``, ``dit Marie``, ``спросил он``),
-    groups ``hpron`` (a French hyphenated pronoun), ``role``, ``pron``, ``name``."""
+    """A speech verb and its subject after it (``demanda-t-il``, ``dit Marie``, ``спросил он``, ``dit
+    la boulangère``), groups ``hpron`` (a French hyphenated pronoun), ``role``, ``pron``, ``name``,
+    ``arole`` (a role not listed: ``SAID_ROLES``)."""
     male, female, others = PRONOUNS[language]
     hyphenated = rf"-(?:t-)?(?P<hpron>{male}|{female}|{others})(?![\w\-])" if language == "fr" else "(?!)"
-    return rf"(?:{VERBS[language]})(?:{hyphenated}|\s+(?:{subject(language)}))"
+    said_role = rf"|(?P<arole>{SAID_ROLES[language]})" if language in SAID_ROLES else ""
+    return rf"(?:{VERBS[language]})(?:{hyphenated}|\s+(?:{subject(language)}{said_role}))"
 
 
 @cache
@@ -161,8 +173,8 @@ def _subject_of(m: re.Match[str], language: str) -> tuple[str, str | None] | Non
         male, female, _ = PRONOUNS[language]
         word = pronoun.lower()
         return ("pronoun", "m" if word == male else "f" if word == female else None)
-    if groups.get("role"):
-        return ("name", role_name(groups["role"]))
+    if role := groups.get("role") or groups.get("arole"):
+        return ("name", role_name(role))
     name = clean(groups.get("name") or "", language)
     return ("name", name) if name else None
 
@@ -266,19 +278,20 @@ _KIN_AFTER = {  # ``Paul, son frère``
 
 @cache
 def _introducing(language: str) -> re.Pattern[str]:
-    """A word for a relation with a capitalised word after it (group ``a``) or before it (``b``)."""
+    """A word for a relation with a capitalised word after it (group ``a``; after a comma only as an
+    apposition: ``Sa femme, Odile, …``) or before it (``b``)."""
     kin, before, after = _KIN[language], _KIN_BEFORE[language], _KIN_AFTER[language]
     adjective = "" if language == "ru" else rf"(?:[{LOWER}]+\s+)?"
     return re.compile(
-        rf"(?<![\w'’\-]){before}{adjective}(?:{kin})\s+(?P<a>{CAP})"
+        rf"(?<![\w'’\-]){before}{adjective}(?:{kin})(?:\s+|,\s+(?={CAP}\s*[,.;:!?]))(?P<a>{CAP})"
         rf"|(?P<b>{CAP}),\s+{after}\s+{adjective}(?:{kin})(?![\w])"
     )
 
 
 def introduced(narration: str, language: str) -> set[str]:
     """Names the narration introduces as people, used once or more: a capitalised word right after
-    a word for a relation (``son frère Paul``, ``соседка Вера``; one adjective may come between the
-    determiner and the word) or before one (``Paul, son frère``)."""
+    a word for a relation (``son frère Paul``, ``Sa femme, Odile,``, ``соседка Вера``; one adjective
+    may come between the determiner and the word) or before one (``Paul, son frère``)."""
     matches = _introducing(language).finditer(narration)
     found = {clean(m.group("a") or m.group("b"), language) for m in matches}
     return {n for n in found if n}

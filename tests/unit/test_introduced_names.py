@@ -27,6 +27,7 @@ def reading(text: str, lang: str) -> tuple[list[str], list[tuple[str | None, boo
         ("en", "The door opened.\n\nMara looked up from the till.", "Mara"),
         ("fr", "La pluie tombait. Plus tard, son vieil ami Paul entra.", "Paul"),
         ("fr", "La pluie tombait. Paul, son frère, entra sans frapper.", "Paul"),
+        ("fr", "La pluie tombait. Sa femme, Odile, attendait devant la porte.", "Odile"),
         ("es", "Llovía. Más tarde llegó su amiga Lucía con un paraguas.", "Lucía"),
         ("ru", "Шёл дождь. Вечером пришла соседка Вера.", "Вера"),
         ("ru", "Шёл дождь. Писал Дмитрий, её брат.", "Дмитрий"),
@@ -84,11 +85,20 @@ def test_a_russian_chapter_with_a_role_and_two_people_met_once():
         ("fr", "— Un colis pour vous, dit le facteur.", "le facteur"),
         ("es", "—Un paquete para usted —dijo el cartero.", "el cartero"),
         ("de", "„Ein Paket für Sie“, sagte der Briefträger.", "der Briefträger"),
+        # After an inverted speech verb, any noun after the article is a role, listed or not.
+        ("fr", "— Deux baguettes ? dit la boulangère en souriant.", "la boulangère"),
+        ("es", "—¿Cuántas barras? —preguntó la panadera con una sonrisa.", "la panadera"),
+        ("de", "„Zwei Brötchen?“, fragte die Bäckerin lächelnd.", "die Bäckerin"),
     ],
 )  # fmt: skip
 def test_a_role_that_speaks_is_the_speaker(lang, text, role):
     names, lines = reading("Intro.\n\n" + text, lang)
     assert role in names and lines == [(role, True)], (names, lines)
+
+
+def test_an_unlisted_roles_incise_is_cut_from_the_line():
+    sm = source_map("Intro.\n\n— Deux baguettes ? dit la boulangère en souriant.\n", "fr")
+    assert [q.text for q in sm.quotes] == ["Deux baguettes ?"]
 
 
 def test_a_japanese_person_introduced_by_name_and_a_thing_that_is_no_one():

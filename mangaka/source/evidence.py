@@ -26,7 +26,10 @@
 - ``turn`` (a guess): the quote two before, when the quote before was someone else's (two people
   taking turns);
 - ``lead-out`` (a guess): the person the narration-only paragraph after names first (Japanese
-  often says who spoke right after the line: ``千尋が尋ねると``).
+  often says who spoke right after the line: ``千尋が尋ねると``);
+- ``other`` (a guess): the latest person (a speaker of the last lines, else one the narration
+  named) who is neither spoken to by the line nor the one who spoke the line before: the one who
+  answers.
 
 No guess names a person the line itself names (``"Tom, did you…"``, ``"二叔，…"``, ``"민호야, …"``:
 spoken to). A quote with none of these has no speaker: the model chooses. Only sure speakers are forced in the
@@ -414,7 +417,20 @@ def _guess(
     lead = [n for _, n in _narration_only(places, i, 1, mentions) if n not in spoken_to]
     if lead:
         return Speaker.of(lead[0], "lead-out")
-    return Speaker.of(None, None)
+    return Speaker.of(_other_one(i, places, found, mentions, spoken_to), "other")
+
+
+def _other_one(
+    i: int, places: Sequence[QuotePlace], found: list[Speaker], mentions: Mentions, spoken_to: set[str]
+) -> str | None:
+    """The one who answers in an exchange: the latest person (a speaker of the last lines, else one
+    the narration named before) who is neither the line's addressee nor the speaker of the line
+    before (``"You know why I'm here," Ruiz said.`` / ``"Because of the mayor?"``: Tom)."""
+    place = places[i]
+    before = found[i - 1].name if i >= 1 else None
+    recent = [found[j].name for j in range(i - 1, max(-1, i - 5), -1)]
+    named = [n for _, n in reversed(mentions.between(max(0, place.span[0] - _PRONOUN_REACH), place.span[0]))]
+    return next((n for n in [*recent, *named] if n and n != before and n not in spoken_to), None)
 
 
 def _narration_only(

@@ -106,6 +106,27 @@ def test_no_guess_names_the_person_the_line_speaks_to():
     assert korean.quotes[0].hint == "지수"
 
 
+def test_a_line_no_other_rule_reaches_goes_to_the_one_who_answers():
+    """Neither the person the line speaks to nor the one who spoke the line before: the latest other
+    speaker, else the latest other person the narration named (a guess, ``other``)."""
+    text = (
+        "Detective Ruiz laid a newspaper on the counter.\n\nBehind the desk, Tom sorted the mail. Tom "
+        'had not looked up.\n\n"You know why I\'m here," Detective Ruiz said.\n\n"Because of the mayor?"'
+        '\n\n"Because of the briefcase."'
+    )
+    assert speakers(text) == [
+        ("Detective Ruiz", "attribution", True), ("Tom", "other", False), ("Detective Ruiz", "turn", False),
+    ]  # fmt: skip
+    french = (
+        "Émile surveillait le four. Derrière lui, Juliette pétrissait la pâte. Puis Juliette ouvrit un "
+        "sac : une enveloppe portait un seul mot, Émile.\n\n— Monsieur Émile, il y avait ça dans le sac."
+        "\n\nIl prit l'enveloppe.\n\n— C'est Lucie qui l'a écrite.\n\n— Lucie ?"
+    )
+    assert [(q.hint, q.evidence, q.sure) for q in source_map(french, "fr").quotes] == [
+        ("Juliette", "lead-in", False), ("Émile", "other", False), ("Juliette", "turn", False),
+    ]  # fmt: skip
+
+
 def test_a_japanese_line_is_attributed_by_the_paragraph_after_it():
     text = (
         "祖父の源蔵がカウンターにいた。千尋は皿を運んでいた。\n\n「先生、落ち着いてください」\n\n"

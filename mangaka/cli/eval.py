@@ -193,6 +193,7 @@ def _config(name: str, args: argparse.Namespace) -> EvalConfig:
         "dialogue": dialogue,
         "dialogue_from": request.dialogue_from,
         "speaker_hints": request.speaker_hints,
+        "speaker_guesses": request.speaker_guesses,
         "jump_forward": args.jump_forward,
     }
     return EvalConfig(name, settings, request, panels, dialogue)

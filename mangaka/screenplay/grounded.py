@@ -264,14 +264,17 @@ def stored_panel(
     )
 
 
-def line_speakers(grounding: Grounding, cast: Sequence[Character], language: str) -> dict[int, str]:
+def line_speakers(
+    grounding: Grounding, cast: Sequence[Character], language: str, guesses: bool = False
+) -> dict[int, str]:
     """Each quoted line's speaker as a cast id where the text is sure of it (``SourceMap``: an
     attribution, a beat, a resolved pronoun, the paragraph's turn; or a person's correction in a
-    reading passed back): forced in the call, whatever ``speaker_hints`` says."""
+    reading passed back), and with ``guesses`` (``speaker_guesses="force"``) where it guesses:
+    forced in the call, whatever ``speaker_hints`` says."""
     sure: dict[int, str] = {}
     for line in grounding.lines:
         quote = grounding.map.quote_of(line.number)
-        who = hint_id(quote.hint, cast, language) if quote.sure else None
+        who = hint_id(quote.hint, cast, language) if quote.sure or guesses else None
         if who:
             sure[line.number] = who
     return sure

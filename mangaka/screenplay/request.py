@@ -99,6 +99,7 @@ class ScreenplayRequest:
     scene_chars: int = OPTIONS["scene_chars"].default  # a longer chapter is written scene by scene
     dialogue_from: str = OPTIONS["dialogue_from"].default  # the chapter's quotes verbatim, or "free"
     speaker_hints: bool = OPTIONS["speaker_hints"].default  # the text's likely speaker, shown
+    speaker_guesses: str = OPTIONS["speaker_guesses"].default  # "force": guesses forced as sure ones
 
     def __post_init__(self) -> None:
         if self.sampling is None:  # callers that pass "no preference"

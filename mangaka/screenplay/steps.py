@@ -401,7 +401,9 @@ def _grounded_task(prompts: Prompts, cast: list[Character], panels: int, dialogu
         quotes=quote_listing(
             grounding,
             line_hints(grounding, cast, prompts.request.language, prompts.request.speaker_hints),
-            line_speakers(grounding, cast, prompts.request.language),
+            line_speakers(
+                grounding, cast, prompts.request.language, prompts.request.speaker_guesses == "force"
+            ),
         ),
         lines=min(lines, dialogue),
         total=lines,
@@ -435,7 +437,7 @@ def script_step(llm: LLM, prompts: Prompts, cast: list[Character], context: Call
 
     else:
         numbers = [line.number for line in grounding.lines]
-        sure = line_speakers(grounding, cast, request.language)
+        sure = line_speakers(grounding, cast, request.language, request.speaker_guesses == "force")
         hints = line_hints(grounding, cast, request.language, request.speaker_hints)
         schema = script_schema(grounding, cast_ids, request.panels, request.dialogue, hints, sure)
 

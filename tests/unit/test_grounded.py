@@ -505,6 +505,30 @@ def test_speaker_hints_off_shows_the_model_no_likely_speaker():
     assert rest[0] == rest[1]
 
 
+def test_speaker_guesses_force_writes_the_guesses_as_speakers_and_leaves_the_rest_open():
+    """With ``speaker_guesses="force"`` a guessed line's speaker is a ``const`` (``speaker mei`` in
+    the listing, no ``likely``), whatever ``speaker_hints`` says; a line the reading has no guess
+    for stays the model's choice among the cast; the default is ``hint``."""
+    assert ScreenplayRequest().speaker_guesses == "hint"
+    chapter = "\n\n".join(f'Akira watched Mei. "Line {k}."' for k in range(3)) + '\n\n"Mei? Akira?"'
+    guessed = [(q.hint, q.sure) for q in source_map(chapter, "en").quotes]
+    assert guessed == [("Mei", False)] * 3 + [(None, False)]  # the last names both: spoken to
+    for hints in (True, False):
+        llm = SchemaLLM(cast_reply, script_reply)
+        request = ScreenplayRequest(panels=3, dialogue=4, speaker_hints=hints, speaker_guesses="force")
+        sp = write_screenplay(llm, chapter, request).screenplay
+        lines = [
+            item["properties"] for item in llm.calls[1]["schema"]["properties"]["dialogue"]["prefixItems"]
+        ]
+        forced = [line["speaker"].get("const") for line in lines]
+        assert forced == ["mei"] * 3 + [None]
+        assert lines[3]["speaker"] == {"$ref": "#/$defs/speaker"}
+        assert all("likely" not in line for line in lines)
+        said = "\n".join(m["content"] for m in llm.calls[1]["messages"])
+        assert said.count(", speaker mei]") == 3 and ", likely" not in said
+        assert [line.speaker for line in sp.dialogue if line.quote][:3] == ["mei"] * 3
+
+
 def test_the_speakers_and_the_title_the_text_settles_are_forced_whatever_the_hints_option():
     """An attribution is forced: a ``const`` speaker in the schema and ``speaker mei`` in the
     listing, with hints on or off; the chapter's heading is the title's ``const``; a reply that

@@ -1,6 +1,7 @@
 """What several unit tests share: every path into a JSON value, the smallest gold chapter, a
-three-paragraph chapter with its cast and a grounded script reply for it, and the tools that open
-an export (epubcheck, qpdf, pdfinfo, pdfimages)."""
+three-paragraph chapter with its cast and a grounded script reply for it, a fake LLM that answers
+each call from its schema (``SchemaLLM``, ``cast_reply``, ``script_reply``), and the tools that
+open an export (epubcheck, qpdf, pdfinfo, pdfimages)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from mangaka.screenplay import Character
+from tests.fakes import FakeScriptedLLM
 
 EPUBCHECK = Path("/usr/share/java/epubcheck.jar")
 
@@ -113,3 +115,73 @@ def run(*args: str) -> str:
     done = subprocess.run(list(args), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
+
+
+class SchemaLLM(FakeScriptedLLM):
+    """``FakeScriptedLLM`` whose replies may be functions of the call's schema."""
+
+    def complete(self, messages: Any, *, schema: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+        if self.replies and callable(self.replies[0]):
+            self.replies[0] = self.replies[0](schema)
+        return super().complete(messages, schema=schema, **kwargs)
+
+
+def cast_reply(schema: dict[str, Any]) -> dict[str, Any]:
+    """A cast of the names the schema forces (their ids where it fixes them, else from the name), or
+    one invented person."""
+    array = schema["properties"]["characters"]
+    people = []
+    for i, item in enumerate(array.get("prefixItems", []), 1):
+        name = item["properties"]["name"]["const"]
+        cid = item["properties"]["id"].get("const") or (
+            name.lower() if name.isascii() and name.isalpha() else f"c{i}"
+        )
+        people.append({"id": cid, "name": name, "appearance": f"look of {name}"})
+    return {"characters": people or [{"id": "someone", "name": "Someone", "appearance": "a passer-by"}]}
+
+
+def script_reply(
+    schema: dict[str, Any], *, quotes: list[int] | None = None, caption_panels: list[str] | None = None
+) -> dict[str, Any]:
+    """A script reply the schema accepts: its panels with the starts it fixes, every quoted line it
+    lists (or ``quotes`` when it lets the model choose), spoken by the likely speaker when it names
+    one, and its captions (in ``caption_panels``, default the last panel)."""
+    props, defs = schema["properties"], schema["$defs"]
+    speakers = defs["speaker"]["enum"]
+    panels = []
+    for j, item in enumerate(props["panels"]["prefixItems"]):
+        start = item["properties"]["from"].get("const")
+        if start is None:  # an enum of the units: one panel a unit, in order
+            units = defs["from"]["enum"]
+            start = units[min(j, len(units) - 1)]
+        pid = item["properties"]["id"]["const"]
+        panels.append(
+            {
+                "id": pid,
+                "from": start,
+                "shot": "medium",
+                "angle": "eye_level",
+                "characters": [],
+                "action": f"action of {pid}",
+                "expression": "",
+                "background": "tea shop",
+                "lighting": "",
+                "props": [],
+            }
+        )
+    dialogue_schema = props["dialogue"]
+    dialogue = []
+    if "prefixItems" in dialogue_schema:
+        for item in dialogue_schema["prefixItems"]:
+            fixed = item["properties"]
+            likely = fixed.get("likely", {}).get("const")
+            speaker = fixed["speaker"].get("const") or likely or speakers[0]
+            line = {"quote": fixed["quote"]["const"], "speaker": speaker, "emotion": "neutral"}
+            dialogue.append({"quote": line["quote"], **({"likely": likely} if likely else {}), **line})
+    else:
+        dialogue = [{"quote": n, "speaker": speakers[0], "emotion": "neutral"} for n in quotes or []]
+    count = props["captions"]["minItems"]
+    where = caption_panels or [panels[-1]["id"]] * count
+    captions = [{"line": f"Caption {k + 1}.", "panel": where[k]} for k in range(count)]
+    title = props["title"].get("const", "Closing Time")
+    return {"title": title, "panels": panels, "dialogue": dialogue, "captions": captions}

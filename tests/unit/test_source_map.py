@@ -434,7 +434,7 @@ def test_the_one_a_line_speaks_to_gives_the_next_lines_hint():
     assert [(q.hint, q.attributed) for q in sm.quotes] == [("Mei", True), ("Akira", False)]
     # Out of reach (a paragraph between), or naming its own speaker: the other rules decide.
     far = check_map(lead + '\n\n"Akira, tea," said Mei.\n\nRain fell.\n\n"Coming."', "en")
-    assert far.quotes[1].hint != "Akira"
+    assert far.quotes[1].evidence != "addressed"  # out of its reach: the last guess, the one who answers
     own = check_map(lead + '\n\n"Mei wants tea," said Mei.\n\n"Coming."', "en")
     assert own.quotes[1].hint != "Mei" and not own.quotes[1].sure
     zh = "陆明站在柜台后面。沈青衣走了进来。陆明看着沈青衣。\n\n“陆明，来杯茶。”沈青衣说。\n\n“马上来。”"

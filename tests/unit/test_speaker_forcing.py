@@ -8,7 +8,7 @@ from mangaka.screenplay import write_screenplay
 from mangaka.screenplay.grounded import repair_sure
 from mangaka.screenplay.request import ScreenplayRequest
 from mangaka.source import source_map
-from tests.unit.test_grounded import SchemaLLM, cast_reply, script_reply
+from tests.unit.support import SchemaLLM, cast_reply, script_reply
 
 # Three paragraphs, each a line Mei says (attributed).
 SCENE = "\n\n".join(f'Mei looked at Akira. "Line {k} of Mei," said Mei.' for k in range(3))

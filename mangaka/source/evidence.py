@@ -32,8 +32,9 @@
   answers.
 
 No guess names a person the line itself names (``"Tom, did you…"``, ``"二叔，…"``, ``"민호야, …"``:
-spoken to). A quote with none of these has no speaker: the model chooses. Only sure speakers are forced in the
-script call; a guess is shown to the model as ``likely``.
+spoken to). A quote with none of these has no speaker: the model chooses. Only sure speakers are
+forced in the script call; a guess is shown to the model as ``likely`` (or forced too, with the
+request's ``speaker_guesses="force"``).
 """
 
 from __future__ import annotations

@@ -108,6 +108,8 @@ class LLM(Protocol):
     off). ``thinking``: let the model reason first (free text only); the reasoning comes back in
     ``Completion.reasoning``. ``max_tokens`` bounds the generated tokens, thinking included.
     ``context``: where progress goes and how to stop (``CallContext(on_progress, cancel)``).
+    An in-process model also says its size (``parameters``), which a server's does not: the
+    Screenwriter forces the reading's guessed speakers for a small one (``speaker_guesses``).
     """
 
     name: str

@@ -68,6 +68,7 @@ class GGUFInfo:
     tensor_count: int
     metadata: dict[str, Any] = field(default_factory=dict)
     data_size: int = 0  # bytes of tensor data the tensor table describes (to its last tensor's end)
+    parameters: int = 0  # the elements of every tensor: the model's size (a MoE's experts all counted)
 
     @property
     def architecture(self) -> str:
@@ -163,11 +164,11 @@ class _Reader:
             "version than this reader knows"
         )
 
-    def tensor_data_size(self, tensor_count: int, alignment: int) -> int:
-        """The bytes of tensor data the tensor table describes; a tensor that ends past the end of
-        the file, or a table that does not fit in it, is damage."""
+    def tensor_data_size(self, tensor_count: int, alignment: int) -> tuple[int, int]:
+        """The bytes of tensor data the tensor table describes, and its tensors' elements; a tensor
+        that ends past the end of the file, or a table that does not fit in it, is damage."""
         self.count(tensor_count, 24, "tensors")  # name length, dimensions, type, offset
-        end = 0
+        end = total = 0
         for _ in range(tensor_count):
             name = self.string()
             n_dims = self._take("<I", 4)
@@ -180,13 +181,14 @@ class _Reader:
             offset = self._take("<Q", 8)
             block, size = GGML_BLOCKS.get(ggml_type, (1, 0))  # a newer type: its offset is checked
             end = max(end, offset + -(-elements // block) * size)
+            total += elements
         start = -(-self.pos // alignment) * alignment
         if end and start + end > len(self.buf):  # no tensors (a vocabulary-only file): no data, no padding
             raise self.damaged(
                 f"its tensors need {start + end} bytes but the file has {len(self.buf)} "
                 f"({(start + end - len(self.buf)) / 2**20:.1f} MiB missing)"
             )
-        return end
+        return end, total
 
 
 def read_gguf_info(path: str | Path, keep_arrays: frozenset[str] = frozenset()) -> GGUFInfo:
@@ -227,5 +229,5 @@ def read_gguf_info(path: str | Path, keep_arrays: frozenset[str] = frozenset()) 
         alignment = meta.get("general.alignment", DEFAULT_ALIGNMENT)
         if not isinstance(alignment, int) or isinstance(alignment, bool) or not 0 < alignment <= 2**20:
             raise reader.damaged(f"general.alignment is {alignment!r}")
-        data_size = reader.tensor_data_size(tensor_count, alignment)
-    return GGUFInfo(path, version, tensor_count, meta, data_size)
+        data_size, parameters = reader.tensor_data_size(tensor_count, alignment)
+    return GGUFInfo(path, version, tensor_count, meta, data_size, parameters)

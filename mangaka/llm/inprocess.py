@@ -94,6 +94,11 @@ class LlamaCppLLM:
     def n_ctx(self) -> int:
         return self.model.n_ctx
 
+    @property
+    def parameters(self) -> int:
+        """The model's size in parameters (its tensors' elements), read from its file's header."""
+        return self._model.info.parameters
+
     def release(self) -> bool:
         """Free the model now (the next call loads it again); False when it was not loaded."""
         return release_model(self._model)

@@ -135,7 +135,7 @@ def write_screenplay(
     request = _request(request)
     context = context or CallContext()
     check_chapter(chapter)
-    request = request.for_chapter(chapter)
+    request = _for_model(request.for_chapter(chapter), llm)
     known_cast = check_cast(cast) if cast is not None else None
     if known_cast is not None and bible:
         known_cast, _ = bible.map_cast(known_cast, request.language)
@@ -166,6 +166,19 @@ def write_screenplay(
     )
     logger.info("screenplay: %s", result.summary())
     return result
+
+
+def _for_model(request: ScreenplayRequest, llm: LLM) -> ScreenplayRequest:
+    """``request`` with ``speaker_guesses`` settled for ``llm``'s size, said when ``auto`` forces."""
+    parameters = getattr(llm, "parameters", None)  # an in-process model's; a server's is unknown
+    settled = request.for_model(parameters)
+    if request.speaker_guesses == "auto" and settled.speaker_guesses == "force" and request.grounded:
+        logger.info(
+            "speakers: the reading's guesses are forced, as sure speakers are (a model of %.2gB "
+            "parameters; speaker_guesses 'hint' lets it choose)",
+            parameters / 1e9,
+        )
+    return settled
 
 
 def _request(request: ScreenplayRequest) -> ScreenplayRequest:
@@ -455,7 +468,7 @@ def write_cast(
     request = _request(request)
     context = context or CallContext()
     check_chapter(chapter)
-    request = request.for_chapter(chapter)
+    request = _for_model(request.for_chapter(chapter), llm)
     grounding = _grounding(chapter, request, reading)
     scenes = plan_scenes(llm, chapter, request)
     parts = _scene_groundings(scenes, grounding)

@@ -22,6 +22,7 @@ from .options import (
     DEFAULT_SAMPLING,
     MAX_SEED,
     OPTIONS,
+    SMALL_MODEL,
 )
 from .scenes import AUTO
 
@@ -122,6 +123,14 @@ class ScreenplayRequest:
                 "screenplay keeps its chapter's language: translate the chapter first)",
             )
         return self
+
+    def for_model(self, parameters: int | None) -> ScreenplayRequest:
+        """This request with ``speaker_guesses`` settled for a model of ``parameters`` (``None``:
+        unknown, a server's): ``auto`` is ``force`` under ``SMALL_MODEL``, else ``hint``."""
+        if self.speaker_guesses != "auto":
+            return self
+        small = parameters is not None and parameters < SMALL_MODEL
+        return replace(self, speaker_guesses="force" if small else "hint")
 
     @property
     def grounded(self) -> bool:

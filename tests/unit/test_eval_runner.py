@@ -153,7 +153,7 @@ def test_compare_turns_the_speaker_hints_off_and_names_a_bad_switch():
     assert (a.settings["speaker_hints"], b.settings["speaker_hints"]) == (True, False)
     assert _config("c", _apply(base, ["speaker-hints=on"])).request.speaker_hints is True
     forced = _config("d", _apply(base, ["speaker_guesses=force"]))
-    assert (a.settings["speaker_guesses"], forced.settings["speaker_guesses"]) == ("hint", "force")
+    assert (a.settings["speaker_guesses"], forced.settings["speaker_guesses"]) == ("auto", "force")
     assert forced.request.speaker_guesses == "force"
     with pytest.raises(InputError, match=r"--compare speaker_hints=maybe: 'maybe' is not on or off"):
         _apply(base, ["speaker_hints=maybe"])

@@ -121,3 +121,10 @@ def test_a_folder_given_as_the_model_is_said_to_be_a_folder(tmp_path):
 
     with pytest.raises(ModelFileError, match=r"is a folder; give the \.gguf file inside it"):
         read_gguf_info(tmp_path)
+
+
+@pytest.mark.parametrize("arch", ["qwen35moe", "qwen3moe"])
+def test_the_parameters_are_every_tensors_elements_as_the_gguf_package_counts_them(arch, tmp_path):
+    path = write_model(tmp_path / f"{arch}.gguf", arch)
+    expected = sum(int(t.n_elements) for t in gguf.GGUFReader(path).tensors)
+    assert read_gguf_info(path).parameters == expected > 0

@@ -41,8 +41,7 @@ def test_speaker_hints_off_shows_the_model_no_likely_speaker():
 def test_speaker_guesses_force_writes_the_guesses_as_speakers_and_leaves_the_rest_open():
     """With ``speaker_guesses="force"`` a guessed line's speaker is a ``const`` (``speaker mei`` in
     the listing, no ``likely``), whatever ``speaker_hints`` says; a line the reading has no guess
-    for stays the model's choice among the cast; the default is ``hint``."""
-    assert ScreenplayRequest().speaker_guesses == "hint"
+    for stays the model's choice among the cast."""
     chapter = "\n\n".join(f'Akira watched Mei. "Line {k}."' for k in range(3)) + '\n\n"Mei? Akira?"'
     guessed = [(q.hint, q.sure) for q in source_map(chapter, "en").quotes]
     assert guessed == [("Mei", False)] * 3 + [(None, False)]  # the last names both: spoken to
@@ -84,3 +83,27 @@ def test_the_speakers_and_the_title_the_text_settles_are_forced_whatever_the_hin
     fixed, repairs = repair_sure(wrong, {d["quote"]: "mei" for d in script["dialogue"]}, "Chapter 3: Tea")
     assert fixed["title"] == "Chapter 3: Tea" and {d["speaker"] for d in fixed["dialogue"]} == {"mei"}
     assert len(repairs) == 4
+
+
+class SizedLLM(SchemaLLM):
+    """A fake whose model has a size, as an in-process one does (``LlamaCppLLM.parameters``)."""
+
+    def __init__(self, parameters: int, *replies) -> None:
+        super().__init__(*replies)
+        self.parameters = parameters
+
+
+def test_auto_forces_the_guesses_for_a_small_model_and_shows_them_to_a_larger_or_unknown_one():
+    request = ScreenplayRequest()
+    assert request.speaker_guesses == "auto"
+    assert request.for_model(134_515_008).speaker_guesses == "force"
+    assert request.for_model(35_000_000_000).speaker_guesses == "hint"
+    assert request.for_model(None).speaker_guesses == "hint"  # a server's model: its size unknown
+    assert ScreenplayRequest(speaker_guesses="hint").for_model(1).speaker_guesses == "hint"
+    chapter = "\n\n".join(f'Akira watched Mei. "Line {k}."' for k in range(3))
+    shown = {}
+    for llm in (SizedLLM(134_515_008, cast_reply, script_reply), SchemaLLM(cast_reply, script_reply)):
+        write_screenplay(llm, chapter, ScreenplayRequest(panels=3, dialogue=3))
+        said = "\n".join(m["content"] for m in llm.calls[1]["messages"])
+        shown[type(llm).__name__] = (said.count(", speaker mei]"), said.count(", likely mei]"))
+    assert shown == {"SizedLLM": (3, 0), "SchemaLLM": (0, 3)}

@@ -135,11 +135,13 @@ def write_screenplay(
     request = _request(request)
     context = context or CallContext()
     check_chapter(chapter)
-    request = _for_model(request.for_chapter(chapter), llm)
+    asked = request.for_chapter(chapter)
+    request = _for_model(asked, llm)
     known_cast = check_cast(cast) if cast is not None else None
     if known_cast is not None and bible:
         known_cast, _ = bible.map_cast(known_cast, request.language)
     grounding = _grounding(chapter, request, reading)
+    _say_forced_guesses(asked, grounding, llm)
     scenes = plan_scenes(llm, chapter, request)
     if len(scenes) > 1:
         return _write_scenes(llm, scenes, request, known_cast, bible, context, grounding)
@@ -169,16 +171,22 @@ def write_screenplay(
 
 
 def _for_model(request: ScreenplayRequest, llm: LLM) -> ScreenplayRequest:
-    """``request`` with ``speaker_guesses`` settled for ``llm``'s size, said when ``auto`` forces."""
-    parameters = getattr(llm, "parameters", None)  # an in-process model's; a server's is unknown
-    settled = request.for_model(parameters)
-    if request.speaker_guesses == "auto" and settled.speaker_guesses == "force" and request.grounded:
+    """``request`` with ``speaker_guesses`` settled for ``llm``'s size (``ScreenplayRequest.for_model``)."""
+    return request.for_model(getattr(llm, "parameters", None))  # a server's model: its size unknown
+
+
+def _say_forced_guesses(asked: ScreenplayRequest, grounding: Grounding | None, llm: LLM) -> None:
+    """Log how many lines' guessed speakers ``auto`` forces for a small model, when it does."""
+    if asked.speaker_guesses != "auto" or _for_model(asked, llm).speaker_guesses != "force" or not grounding:
+        return
+    guessed = sum(1 for q in grounding.map.quotes if q.kind == "speech" and q.hint and not q.sure)
+    if guessed:
         logger.info(
-            "speakers: the reading's guesses are forced, as sure speakers are (a model of %.2gB "
-            "parameters; speaker_guesses 'hint' lets it choose)",
-            parameters / 1e9,
+            "speakers: %d lines' speakers guessed by the reading are forced, as sure ones are (a "
+            "model of %.2gB parameters; speaker_guesses 'hint' lets it choose)",
+            guessed,
+            llm.parameters / 1e9,  # type: ignore[attr-defined]
         )
-    return settled
 
 
 def _request(request: ScreenplayRequest) -> ScreenplayRequest:

@@ -4,6 +4,8 @@ forced too (``speaker_guesses="force"``), and the rest is the model's choice amo
 
 from __future__ import annotations
 
+import logging
+
 from mangaka.screenplay import write_screenplay
 from mangaka.screenplay.grounded import repair_sure
 from mangaka.screenplay.request import ScreenplayRequest
@@ -93,9 +95,10 @@ class SizedLLM(SchemaLLM):
         self.parameters = parameters
 
 
-def test_auto_forces_the_guesses_for_a_small_model_and_shows_them_to_a_larger_or_unknown_one():
+def test_auto_forces_the_guesses_for_a_small_model_and_shows_them_to_a_larger_or_unknown_one(caplog):
     request = ScreenplayRequest()
     assert request.speaker_guesses == "auto"
+    caplog.set_level(logging.INFO, logger="mangaka")
     assert request.for_model(134_515_008).speaker_guesses == "force"
     assert request.for_model(35_000_000_000).speaker_guesses == "hint"
     assert request.for_model(None).speaker_guesses == "hint"  # a server's model: its size unknown
@@ -107,3 +110,8 @@ def test_auto_forces_the_guesses_for_a_small_model_and_shows_them_to_a_larger_or
         said = "\n".join(m["content"] for m in llm.calls[1]["messages"])
         shown[type(llm).__name__] = (said.count(", speaker mei]"), said.count(", likely mei]"))
     assert shown == {"SizedLLM": (3, 0), "SchemaLLM": (0, 3)}
+    said = [r.getMessage() for r in caplog.records if "guessed by the reading are forced" in r.getMessage()]
+    assert said == [
+        "speakers: 3 lines' speakers guessed by the reading are forced, as sure ones are (a model of "
+        "0.13B parameters; speaker_guesses 'hint' lets it choose)"
+    ]

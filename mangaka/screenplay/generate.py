@@ -141,7 +141,7 @@ def write_screenplay(
     if known_cast is not None and bible:
         known_cast, _ = bible.map_cast(known_cast, request.language)
     grounding = _grounding(chapter, request, reading)
-    _say_forced_guesses(asked, grounding, llm)
+    _say_forced_guesses(asked, request, grounding, llm)
     scenes = plan_scenes(llm, chapter, request)
     if len(scenes) > 1:
         return _write_scenes(llm, scenes, request, known_cast, bible, context, grounding)
@@ -175,9 +175,12 @@ def _for_model(request: ScreenplayRequest, llm: LLM) -> ScreenplayRequest:
     return request.for_model(getattr(llm, "parameters", None))  # a server's model: its size unknown
 
 
-def _say_forced_guesses(asked: ScreenplayRequest, grounding: Grounding | None, llm: LLM) -> None:
-    """Log how many lines' guessed speakers ``auto`` forces for a small model, when it does."""
-    if asked.speaker_guesses != "auto" or _for_model(asked, llm).speaker_guesses != "force" or not grounding:
+def _say_forced_guesses(
+    asked: ScreenplayRequest, settled: ScreenplayRequest, grounding: Grounding | None, llm: LLM
+) -> None:
+    """Log how many lines' guessed speakers ``auto`` (``asked``) forces for a small model, when it
+    does (``settled``: the request ``_for_model`` made of it)."""
+    if asked.speaker_guesses != "auto" or settled.speaker_guesses != "force" or not grounding:
         return
     guessed = sum(1 for q in grounding.map.quotes if q.kind == "speech" and q.hint and not q.sure)
     if guessed:
